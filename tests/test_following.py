@@ -1,0 +1,67 @@
+"""Interaction-following score: alignment, per-clip/per-case accuracy, degraded motions, compat mode."""
+
+import numpy as np
+import pytest
+
+from wcbench.actions import Action, StepSizes, Thresholds, parse_script, script_trajectory, trajectory_from_actions
+from wcbench.scoring.following import clip_transitions, score_following
+
+TH = Thresholds(translation=0.02, rotation_deg=0.3)
+STEPS = StepSizes(0.05, 0.75)
+
+
+def test_true_poses_score_one():
+    script = parse_script("w-3, w+left-4, d+up-2, none-1, s+right-5, a-4, down-2, up-4, left-6")
+    result = score_following(script_trajectory(script, STEPS), script, TH)
+    assert result.if_acc == result.if_trans_acc == result.if_rot_acc == 1.0
+    assert [c.frames for c in result.per_clip][:3] == [(1, 12), (13, 28), (29, 44)]
+    assert np.array_equal(result.commanded, result.detected)
+
+
+def test_clip_transitions_cover_every_transition_once():
+    for frames in (125, 253, 381):
+        covered = [i for r in clip_transitions(frames, 4) for i in r]
+        assert covered == list(range(frames - 1))
+
+
+def test_static_video_scores_by_share_of_standing_still():
+    script = parse_script("w-3, none-4")
+    static = np.repeat(np.eye(4)[None], script.num_frames, axis=0)
+    result = score_following(static, script, TH)
+    assert result.per_clip[0].if_acc == 0.0 and result.per_clip[1].if_acc == 1.0
+    assert result.if_acc == pytest.approx(0.5)
+
+
+def test_mirrored_yaw_breaks_rotation_only():
+    script = parse_script("w+left-3, s+right-4, d-4")
+    mirrored = [Action(a.forward, a.right, -a.yaw, a.pitch) for a in script.frame_actions()]
+    result = score_following(trajectory_from_actions(mirrored, STEPS), script, TH)
+    assert result.if_trans_acc == 1.0
+    assert result.per_clip[0].if_rot_acc == 0.0 and result.per_clip[2].if_rot_acc == 1.0
+
+
+def test_one_frame_off_is_caught():
+    """A video that carries each action one frame late must not score perfectly."""
+    script = parse_script("w-3, left-4, d-4")
+    late = [Action()] + script.frame_actions()[:-1]
+    result = score_following(trajectory_from_actions(late, STEPS), script, TH)
+    assert result.if_acc < 1.0
+    missed = np.flatnonzero(result.detected != result.commanded) + 1
+    assert list(missed) == [1, 13, 29]  # the first transition of each new action
+
+
+def test_wrong_frame_count_is_an_error():
+    script = parse_script("w-3")
+    with pytest.raises(ValueError, match="needs 13"):
+        score_following(np.repeat(np.eye(4)[None], 12, axis=0), script, TH)
+
+
+def test_compat_mode_takes_best_threshold():
+    """A slow forward motion passes one of the compat thresholds; the strict default one misses it."""
+    script = parse_script("w-3")
+    poses = script_trajectory(script, StepSizes(0.001, 0.75))  # 0.004 per chunk
+    assert score_following(poses, script, TH).if_acc == 0.0
+    compat = score_following(poses, script, TH, mode="worldcompass-compat")
+    assert compat.if_acc == 1.0
+    with pytest.raises(ValueError, match="unknown scoring mode"):
+        score_following(poses, script, TH, mode="best")

@@ -1,0 +1,360 @@
+"""Results -> numbers: per track x horizon summaries with bootstrap intervals, tables, confusion
+matrices, the terminal table, results.json, summary.csv and report.html.
+
+Everything here reads the per-case records (DIR/cases/<id>.json, see the records contract) and
+never re-scores a video: a report can always be rebuilt from the records alone.
+
+Means are taken over cases (a case is the mean of its clips, a clip the mean of its frame
+transitions), so every case weighs the same whatever its length. Failed cases are counted
+and listed, never averaged in.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from wcbench.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_name
+from wcbench.storage import read_json, write_json, write_text
+
+TRACK_ORDER = ("basic", "combined")
+HORIZON_ORDER = ("short", "mid", "long")
+METRICS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq")
+# Stand-ins for records without a track or horizon (videos scored from a manifest).
+NO_TRACK = "external"
+NO_HORIZON = "any"
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_records(results_dir: str | Path) -> list[dict]:
+    """Read every DIR/cases/*.json record, ordered by file name.
+
+    Raises ValueError naming the file when one is not valid JSON or lacks "id"/"status", and
+    FileNotFoundError when DIR/cases does not exist.
+    """
+    cases_dir = Path(results_dir) / "cases"
+    if not cases_dir.is_dir():
+        raise FileNotFoundError(f"{cases_dir}: no cases folder; is {results_dir} a wcbench results directory?")
+    records = []
+    # Hidden files are the temporary halves of atomic writes in progress: not records yet.
+    for path in sorted(p for p in cases_dir.glob("*.json") if not p.name.startswith(".")):
+        record = read_json(path)
+        if not isinstance(record, dict) or "id" not in record or "status" not in record:
+            raise ValueError(f"{path}: not a case record (a JSON object with at least \"id\" and \"status\")")
+        records.append(record)
+    return records
+
+
+def is_ok(record: dict) -> bool:
+    return record.get("status") == "ok"
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def bootstrap_ci(values: Iterable[float | None], n_boot: int = 2000, seed: int = 0,
+                 alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap interval (1 - alpha) of the mean; NaN/None values are dropped.
+
+    Deterministic under ``seed``. No values -> (nan, nan); one value v -> (v, v).
+    """
+    data = _finite(values)
+    if data.size == 0:
+        return (math.nan, math.nan)
+    if data.size == 1:
+        return (float(data[0]), float(data[0]))
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    # Chunked so a large suite does not build an n_boot x n index array at once.
+    chunk = max(1, 2_000_000 // data.size)
+    for start in range(0, n_boot, chunk):
+        stop = min(n_boot, start + chunk)
+        means[start:stop] = data[rng.integers(0, data.size, size=(stop - start, data.size))].mean(axis=1)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return (float(lo), float(hi))
+
+
+def _finite(values: Iterable[float | None]) -> np.ndarray:
+    data = np.array([math.nan if v is None else float(v) for v in values], dtype=float)
+    return data[np.isfinite(data)]
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    data = _finite(values)
+    return float(data.mean()) if data.size else None
+
+
+def _or_none(value: float) -> float | None:
+    """NaN -> None, so results.json stays strict JSON."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+# ---------------------------------------------------------------- summary
+
+
+def group_key(record: dict) -> str | None:
+    """"<track>/<horizon>", or None for records that have neither (they count only in overall)."""
+    track, horizon = record.get("track"), record.get("horizon")
+    if track is None or horizon is None:
+        return None
+    return f"{track}/{horizon}"
+
+
+def _order(values: Iterable[str], known: tuple[str, ...]) -> list[str]:
+    values = set(values)
+    return [v for v in known if v in values] + sorted(values - set(known))
+
+
+def ordered_groups(records: list[dict]) -> list[str]:
+    """Track x horizon keys present in ``records``: basic before combined, short < mid < long."""
+    pairs = {(r["track"], r["horizon"]) for r in records if group_key(r) is not None}
+    tracks = _order((t for t, _ in pairs), TRACK_ORDER)
+    horizons = _order((h for _, h in pairs), HORIZON_ORDER)
+    return [f"{t}/{h}" for t in tracks for h in horizons if (t, h) in pairs]
+
+
+def summarize_group(records: list[dict]) -> dict:
+    """Means over the ok cases of ``records`` with 95% bootstrap intervals for IF and VQ."""
+    ok = [r for r in records if is_ok(r)]
+    block: dict[str, Any] = {}
+    for metric in METRICS:
+        values = [r.get(metric) for r in ok]
+        block[metric] = _mean(values)
+        if metric in ("if_acc", "vq"):
+            block[f"{metric}_ci"] = [_or_none(v) for v in bootstrap_ci(values)]
+    block["n"] = len(ok)
+    return block
+
+
+def summarize(records: list[dict]) -> dict:
+    """The results.json "summary" block: one entry per track x horizon present, then "overall".
+
+    Groups include a track x horizon whose cases all failed (n = 0, means None). Missing means
+    and intervals are None (JSON null), never NaN.
+    """
+    summary = {key: summarize_group([r for r in records if group_key(r) == key])
+               for key in ordered_groups(records)}
+    overall = summarize_group(records)
+    overall["n_ok"] = overall["n"]
+    overall["n_failed"] = sum(1 for r in records if not is_ok(r))
+    summary["overall"] = overall
+    return summary
+
+
+def summary_table(summary: dict) -> pd.DataFrame:
+    """The summary as a flat table: one row per group, CI bounds as *_lo / *_hi columns."""
+    rows = []
+    for key, block in summary.items():
+        track, _, horizon = key.partition("/")
+        row = {"group": key, "track": track if horizon else "all", "horizon": horizon or "all",
+               "n": block["n"]}
+        for metric in METRICS:
+            row[metric] = block.get(metric)
+            if f"{metric}_ci" in block:
+                row[f"{metric}_lo"], row[f"{metric}_hi"] = block[f"{metric}_ci"]
+        row["n_failed"] = block.get("n_failed")
+        rows.append(row)
+    columns = ["group", "track", "horizon", "n", "if_acc", "if_acc_lo", "if_acc_hi", "if_trans_acc",
+               "if_rot_acc", "vq", "vq_lo", "vq_hi", "n_failed"]
+    table = pd.DataFrame(rows, columns=columns)
+    float_columns = [c for c in columns if c not in ("group", "track", "horizon", "n", "n_failed")]
+    table[float_columns] = table[float_columns].astype(float)  # None -> NaN
+    table["n_failed"] = table["n_failed"].astype("Int64")
+    return table
+
+
+def write_summary_csv(path: str | Path, summary: dict) -> None:
+    """Write :func:`summary_table` as CSV atomically (full precision; empty cells for missing)."""
+    write_text(path, summary_table(summary).to_csv(index=False))
+
+
+# ---------------------------------------------------------------- per clip and confusion
+
+
+def case_table(records: list[dict]) -> pd.DataFrame:
+    """One row per case: id, track, horizon, status, script, metrics, error."""
+    rows = [{"id": r["id"], "track": r.get("track"), "horizon": r.get("horizon"), "status": r["status"],
+             "script": r.get("script"), "num_frames": r.get("num_frames"),
+             **{m: r.get(m) for m in METRICS}, "error": r.get("error")} for r in records]
+    table = pd.DataFrame(rows, columns=["id", "track", "horizon", "status", "script", "num_frames",
+                                        *METRICS, "error"])
+    table[list(METRICS)] = table[list(METRICS)].astype(float)
+    return table
+
+
+def per_clip_curves(records: list[dict]) -> pd.DataFrame:
+    """Mean per-clip metrics over ok cases by (track, horizon, clip): where a model drifts.
+
+    Columns track, horizon, clip, if_acc, if_trans_acc, if_rot_acc, vq, n (cases with that
+    clip). Records without a track/horizon are grouped as "external"/"any".
+    """
+    rows = []
+    for record in records:
+        if not is_ok(record):
+            continue
+        for clip in record.get("per_clip") or []:
+            rows.append({"track": record.get("track") or NO_TRACK, "horizon": record.get("horizon") or NO_HORIZON,
+                         "clip": int(clip["clip"]), **{m: clip.get(m) for m in METRICS}})
+    columns = ["track", "horizon", "clip", *METRICS, "n"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows)
+    table[list(METRICS)] = table[list(METRICS)].astype(float)
+    grouped = table.groupby(["track", "horizon", "clip"], sort=False)
+    curves = grouped[list(METRICS)].mean()
+    curves["n"] = grouped.size()
+    curves = curves.reset_index()
+    track_rank = {t: i for i, t in enumerate(_order(curves["track"], TRACK_ORDER))}
+    horizon_rank = {h: i for i, h in enumerate(_order(curves["horizon"], HORIZON_ORDER))}
+    curves["_t"], curves["_h"] = curves["track"].map(track_rank), curves["horizon"].map(horizon_rank)
+    curves = curves.sort_values(["_t", "_h", "clip"])
+    return curves[columns].reset_index(drop=True)
+
+
+CONFUSION_KINDS = ("full", "translation", "rotation")
+
+
+def confusion_matrix(records: list[dict], kind: str = "full") -> pd.DataFrame:
+    """Counts of commanded (rows) vs detected (columns) labels over all ok cases' transitions.
+
+    ``kind`` "translation"/"rotation" gives 9x9 over those label names; "full" gives 81x81
+    over :func:`wcbench.actions.label_name` names. Every label gets a row and a column.
+    """
+    if kind not in CONFUSION_KINDS:
+        raise ValueError(f"confusion kind {kind!r}: choose one of {', '.join(CONFUSION_KINDS)}")
+    names = {"full": [label_name(i) for i in range(NUM_LABELS)],
+             "translation": list(TRANSLATION_LABELS), "rotation": list(ROTATION_LABELS)}[kind]
+    counts = np.zeros((len(names), len(names)), dtype=np.int64)
+    for record in records:
+        labels = record.get("labels")
+        if not is_ok(record) or not labels:
+            continue
+        commanded, detected = np.asarray(labels["commanded"], int), np.asarray(labels["detected"], int)
+        if commanded.shape != detected.shape:
+            raise ValueError(f"case {record['id']}: {commanded.size} commanded labels but "
+                             f"{detected.size} detected ones")
+        if kind == "translation":
+            commanded, detected = commanded // NUM_ROTATION, detected // NUM_ROTATION
+        elif kind == "rotation":
+            commanded, detected = commanded % NUM_ROTATION, detected % NUM_ROTATION
+        np.add.at(counts, (commanded, detected), 1)
+    table = pd.DataFrame(counts, index=pd.Index(names, name="commanded"),
+                         columns=pd.Index(names, name="detected"))
+    return table
+
+
+def top_confusions(matrix: pd.DataFrame, k: int = 10) -> pd.DataFrame:
+    """The ``k`` largest off-diagonal cells of a confusion matrix, with the share of their row."""
+    counts = matrix.to_numpy()
+    row_totals = counts.sum(axis=1)
+    cells = [(counts[i, j], i, j) for i in range(counts.shape[0]) for j in range(counts.shape[1])
+             if i != j and counts[i, j] > 0]
+    cells.sort(key=lambda c: (-c[0], c[1], c[2]))
+    rows = [{"commanded": matrix.index[i], "detected": matrix.columns[j], "count": int(n),
+             "share_of_commanded": n / row_totals[i]} for n, i, j in cells[:k]]
+    return pd.DataFrame(rows, columns=["commanded", "detected", "count", "share_of_commanded"])
+
+
+# ---------------------------------------------------------------- terminal
+
+
+def format_value(value: float | None, digits: int = 3) -> str:
+    """A metric for people: fixed decimals, an en dash for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def format_ci(block: dict, metric: str, digits: int = 3) -> str:
+    """"0.812 [0.771, 0.850]"."""
+    lo, hi = block.get(f"{metric}_ci") or (None, None)
+    text = format_value(block.get(metric), digits)
+    if lo is None or hi is None:
+        return text
+    return f"{text} [{format_value(lo, digits)}, {format_value(hi, digits)}]"
+
+
+def print_summary(summary: dict, title: str = "wcbench results", console: Any = None) -> None:
+    """Print the summary as a rich table: IF accuracy and VQ with 95% intervals, per group."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=title, caption="IF: share of frame transitions whose detected camera motion "
+                  "matches the command (full label; translation / rotation alone). VQ: higher is better. "
+                  "[brackets]: 95% bootstrap interval over cases.", caption_justify="left")
+    table.add_column("track / horizon")
+    table.add_column("IF acc [95% CI]", justify="right")
+    table.add_column("IF trans", justify="right")
+    table.add_column("IF rot", justify="right")
+    table.add_column("VQ [95% CI]", justify="right")
+    table.add_column("n", justify="right")
+    keys = list(summary)
+    for index, (key, block) in enumerate(summary.items()):
+        is_overall = key == "overall"
+        n_text = str(block["n"])
+        if is_overall and block.get("n_failed"):
+            n_text += f" (+{block['n_failed']} failed)"
+        table.add_row(key, format_ci(block, "if_acc"), format_value(block.get("if_trans_acc")),
+                      format_value(block.get("if_rot_acc")), format_ci(block, "vq"), n_text,
+                      style="bold" if is_overall else None, end_section=index == len(keys) - 2)
+    console.print(table)
+
+
+# ---------------------------------------------------------------- results.json and files
+
+
+def strip_record(record: dict) -> dict:
+    """A record as stored in results.json: without the bulky "labels" and "paths"."""
+    return {k: v for k, v in record.items() if k not in ("labels", "paths")}
+
+
+def build_results(header: dict, records: list[dict]) -> dict:
+    """The results.json body: ``header`` fields, then "cases" and "summary"."""
+    clash = {"cases", "summary"} & set(header)
+    if clash:
+        raise ValueError(f"header must not hold {sorted(clash)}: build_results computes them")
+    return {**header, "cases": [strip_record(r) for r in records], "summary": summarize(records)}
+
+
+def write_report(results_dir: str | Path, results: dict, records: list[dict] | None = None) -> Path:
+    """Write DIR/summary.csv and the self-contained DIR/report.html; return the HTML path.
+
+    ``records`` default to DIR/cases/*.json (the full records: the confusion matrices and
+    camera paths need the "labels" and "paths" that results.json leaves out).
+    """
+    from wcbench.report_html import render_report
+
+    results_dir = Path(results_dir)
+    if records is None:
+        records = load_records(results_dir)
+    write_summary_csv(results_dir / "summary.csv", results["summary"])
+    html_path = results_dir / "report.html"
+    write_text(html_path, render_report(results_dir, results, records))
+    return html_path
+
+
+def rebuild(results_dir: str | Path, header: dict | None = None) -> dict:
+    """Re-create results.json, summary.csv and report.html from DIR/cases/*.json, no re-scoring.
+
+    The header (version, estimator, quality, suite, model...) comes from the existing
+    results.json unless ``header`` is given. Returns the new results body.
+    """
+    results_dir = Path(results_dir)
+    if header is None:
+        results_path = results_dir / "results.json"
+        if not results_path.exists():
+            raise FileNotFoundError(f"{results_path}: missing; rebuild keeps its header (version, estimator, "
+                                    "quality scorer, suite, model), so pass header=... to rebuild without it")
+        header = {k: v for k, v in read_json(results_path).items() if k not in ("cases", "summary")}
+    records = load_records(results_dir)
+    results = build_results(header, records)
+    write_json(results_dir / "results.json", results)
+    write_report(results_dir, results, records)
+    return results

@@ -1,0 +1,136 @@
+"""Interaction following (IF): does the camera do what the actions said?
+
+The one implementation used by ``wcbench score``, ``wcbench run`` and the trainer's reward.
+
+Alignment (no off-by-one): transition f (frame f-1 -> f, f >= 1) carries the action of
+latent step ceil(f/4). Each transition's estimated relative motion is labelled with the
+estimator's fixed thresholds and compared with the commanded label: a hit on the full
+81-class label, and separately on translation and on rotation. Per-clip accuracy = mean
+over the clip's transitions; per-case = mean over clips.
+
+``worldcompass-compat`` reproduces the released WorldCompass definition for comparison with
+the paper: per 4-frame chunk, a translation hit if ANY of the thresholds {0.002, 0.005,
+0.01} gives the commanded label (the best threshold chosen after seeing the answer), and
+rotation at 0.2 degrees. Its alignment is the correct one above, not the released code's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from wcbench.actions import (
+    FRAMES_PER_LATENT,
+    NUM_ROTATION,
+    Script,
+    Thresholds,
+    classify_relative_pose,
+    clip_step_ranges,
+    relative_pose,
+)
+
+MODES = ("default", "worldcompass-compat")
+COMPAT_TRANSLATION_THRESHOLDS = (0.002, 0.005, 0.01)
+COMPAT_ROTATION_DEG = 0.2
+
+
+@dataclass(frozen=True)
+class ClipScore:
+    """IF accuracy of one clip; ``frames`` is its first and last generated frame index."""
+
+    clip: int
+    frames: tuple[int, int]
+    if_acc: float
+    if_trans_acc: float
+    if_rot_acc: float
+
+
+@dataclass(frozen=True)
+class FollowingResult:
+    """IF scores of one video, plus the labels they came from (for confusion matrices)."""
+
+    if_acc: float
+    if_trans_acc: float
+    if_rot_acc: float
+    per_clip: tuple[ClipScore, ...]
+    commanded: np.ndarray  # (T-1,) full labels, index f-1 = transition into frame f
+    detected: np.ndarray   # (T-1,)
+
+    def clip_dicts(self) -> list[dict]:
+        return [asdict(clip) | {"frames": list(clip.frames)} for clip in self.per_clip]
+
+
+def commanded_labels(script: Script) -> np.ndarray:
+    """Full label of every transition (index f-1 for the transition into frame f)."""
+    return np.array([action.label for action in script.frame_actions()], dtype=np.int64)
+
+
+def detected_labels(poses: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    """Full label of every transition from per-frame camera-to-world poses (T, 4, 4)."""
+    labels = []
+    for f in range(1, len(poses)):
+        t_label, r_label = classify_relative_pose(relative_pose(poses[f - 1], poses[f]), thresholds)
+        labels.append(NUM_ROTATION * t_label + r_label)
+    return np.array(labels, dtype=np.int64)
+
+
+def _compat_hits(poses: np.ndarray, commanded: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-transition hits under the released WorldCompass rule (best of three translation
+    thresholds per 4-frame chunk). Returns (full, translation, rotation) hit arrays."""
+    n = len(commanded)
+    full, trans, rot = (np.zeros(n, dtype=bool) for _ in range(3))
+    for start in range(0, n, FRAMES_PER_LATENT):
+        stop = min(start + FRAMES_PER_LATENT, n)
+        rel = relative_pose(poses[start], poses[stop])
+        want = commanded[start]
+        best = (False, False, False)
+        for threshold in COMPAT_TRANSLATION_THRESHOLDS:
+            t_label, r_label = classify_relative_pose(rel, Thresholds(threshold, COMPAT_ROTATION_DEG))
+            label = NUM_ROTATION * t_label + r_label
+            hit = (label == want, t_label == want // NUM_ROTATION, r_label == want % NUM_ROTATION)
+            best = tuple(b or h for b, h in zip(best, hit))
+        full[start:stop], trans[start:stop], rot[start:stop] = best
+    return full, trans, rot
+
+
+def clip_transitions(num_frames: int, latents_per_clip: int) -> list[range]:
+    """Transition indices (0-based, index f-1 = into frame f) of each clip."""
+    num_steps = (num_frames - 1) // FRAMES_PER_LATENT
+    ranges = []
+    for steps in clip_step_ranges(num_steps, latents_per_clip):
+        first = FRAMES_PER_LATENT * (steps.start - 1) + 1
+        last = FRAMES_PER_LATENT * steps.stop - FRAMES_PER_LATENT
+        ranges.append(range(first - 1, last))
+    return ranges
+
+
+def score_following(poses: np.ndarray, script: Script, thresholds: Thresholds,
+                    latents_per_clip: int = 4, mode: str = "default") -> FollowingResult:
+    """Score estimated per-frame poses (T, 4, 4) against ``script``.
+
+    Raises ValueError when the video has the wrong number of frames for the script.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown scoring mode {mode!r}; known: {', '.join(MODES)}")
+    if len(poses) != script.num_frames:
+        raise ValueError(f"{len(poses)} frames, but the script {script.num_steps} latent steps "
+                         f"needs {script.num_frames} (4L-3)")
+    commanded = commanded_labels(script)
+    detected = detected_labels(poses, thresholds)
+    if mode == "default":
+        full = detected == commanded
+        trans = detected // NUM_ROTATION == commanded // NUM_ROTATION
+        rot = detected % NUM_ROTATION == commanded % NUM_ROTATION
+    else:
+        full, trans, rot = _compat_hits(poses, commanded)
+    clips = tuple(
+        ClipScore(index, (r.start + 1, r.stop), float(full[r].mean()), float(trans[r].mean()), float(rot[r].mean()))
+        for index, r in enumerate(clip_transitions(len(poses), latents_per_clip))
+    )
+    return FollowingResult(
+        if_acc=float(np.mean([c.if_acc for c in clips])),
+        if_trans_acc=float(np.mean([c.if_trans_acc for c in clips])),
+        if_rot_acc=float(np.mean([c.if_rot_acc for c in clips])),
+        per_clip=clips, commanded=commanded, detected=detected,
+    )
