@@ -62,9 +62,11 @@ def bootstrap_ci(values: Iterable[float | None], n_boot: int = 2000, seed: int =
                  alpha: float = 0.05) -> tuple[float, float]:
     """Percentile bootstrap interval (1 - alpha) of the mean; NaN/None values are dropped.
 
-    Deterministic under ``seed``. No values -> (nan, nan); one value v -> (v, v).
+    Deterministic under ``seed`` and independent of the order of ``values`` (they are sorted
+    first, so a report rebuilt from records read in another order gives the same interval).
+    No values -> (nan, nan); one value v -> (v, v).
     """
-    data = _finite(values)
+    data = np.sort(_finite(values))
     if data.size == 0:
         return (math.nan, math.nan)
     if data.size == 1:
@@ -261,6 +263,34 @@ def top_confusions(matrix: pd.DataFrame, k: int = 10) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["commanded", "detected", "count", "share_of_commanded"])
 
 
+def command_runs(labels: dict) -> pd.DataFrame:
+    """One row per run of an unchanged commanded label in a case: what was commanded, what was
+    detected most often, and the hit rates over the run.
+
+    Columns: first, last (frame transitions, 1-based: transition f enters frame f), commanded,
+    detected_most (full label ints), transitions, if_acc, if_trans_acc, if_rot_acc.
+    """
+    commanded = np.asarray(labels["commanded"], int)
+    detected = np.asarray(labels["detected"], int)
+    if commanded.shape != detected.shape:
+        raise ValueError(f"{commanded.size} commanded labels but {detected.size} detected ones")
+    rows = []
+    start = 0
+    for end in range(1, commanded.size + 1):
+        if end < commanded.size and commanded[end] == commanded[start]:
+            continue
+        cmd, det = commanded[start:end], detected[start:end]
+        values, counts = np.unique(det, return_counts=True)
+        rows.append({"first": start + 1, "last": end, "commanded": int(cmd[0]),
+                     "detected_most": int(values[np.argmax(counts)]), "transitions": end - start,
+                     "if_acc": float((cmd == det).mean()),
+                     "if_trans_acc": float((cmd // NUM_ROTATION == det // NUM_ROTATION).mean()),
+                     "if_rot_acc": float((cmd % NUM_ROTATION == det % NUM_ROTATION).mean())})
+        start = end
+    return pd.DataFrame(rows, columns=["first", "last", "commanded", "detected_most", "transitions",
+                                       "if_acc", "if_trans_acc", "if_rot_acc"])
+
+
 # ---------------------------------------------------------------- terminal
 
 
@@ -272,39 +302,45 @@ def format_value(value: float | None, digits: int = 3) -> str:
 
 
 def format_ci(block: dict, metric: str, digits: int = 3) -> str:
-    """"0.812 [0.771, 0.850]"."""
+    """The 95% interval of ``metric`` as "0.771–0.850" ("–" when missing)."""
     lo, hi = block.get(f"{metric}_ci") or (None, None)
-    text = format_value(block.get(metric), digits)
     if lo is None or hi is None:
-        return text
-    return f"{text} [{format_value(lo, digits)}, {format_value(hi, digits)}]"
+        return "–"
+    return f"{format_value(lo, digits)}–{format_value(hi, digits)}"
+
+
+def vq_digits(values: Iterable[float | None]) -> int:
+    """Decimals for VQ: scorers differ in scale (0..1 or 0..100), keep about 3 significant digits."""
+    largest = float(np.max(np.abs(_finite(values)), initial=0.0))
+    return 3 if largest < 10 else 2 if largest < 100 else 1
 
 
 def print_summary(summary: dict, title: str = "wcbench results", console: Any = None) -> None:
     """Print the summary as a rich table: IF accuracy and VQ with 95% intervals, per group."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = console or Console()
-    table = Table(title=title, caption="IF: share of frame transitions whose detected camera motion "
-                  "matches the command (full label; translation / rotation alone). VQ: higher is better. "
-                  "[brackets]: 95% bootstrap interval over cases.", caption_justify="left")
-    table.add_column("track / horizon")
-    table.add_column("IF acc [95% CI]", justify="right")
-    table.add_column("IF trans", justify="right")
-    table.add_column("IF rot", justify="right")
-    table.add_column("VQ [95% CI]", justify="right")
-    table.add_column("n", justify="right")
+    digits = vq_digits(block.get("vq") for block in summary.values())
+    # No vertical rules: the table must fit an 80-column terminal.
+    table = Table(title=title, title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=(0, 1), collapse_padding=True)
+    for name in ("group", "IF acc", "95% CI", "trans", "rot", "VQ", "95% CI", "n"):
+        table.add_column(name, justify="left" if name == "group" else "right",
+                         style="dim" if name == "95% CI" else None, no_wrap=True)
     keys = list(summary)
     for index, (key, block) in enumerate(summary.items()):
-        is_overall = key == "overall"
-        n_text = str(block["n"])
-        if is_overall and block.get("n_failed"):
-            n_text += f" (+{block['n_failed']} failed)"
-        table.add_row(key, format_ci(block, "if_acc"), format_value(block.get("if_trans_acc")),
-                      format_value(block.get("if_rot_acc")), format_ci(block, "vq"), n_text,
-                      style="bold" if is_overall else None, end_section=index == len(keys) - 2)
+        table.add_row(key, format_value(block.get("if_acc")), format_ci(block, "if_acc"),
+                      format_value(block.get("if_trans_acc")), format_value(block.get("if_rot_acc")),
+                      format_value(block.get("vq"), digits), format_ci(block, "vq", digits), str(block["n"]),
+                      style="bold" if key == "overall" else None, end_section=index == len(keys) - 2)
     console.print(table)
+    failed = summary.get("overall", {}).get("n_failed")
+    if failed:
+        console.print(f"[red]{failed} failed case(s)[/red] left out of every mean (see report.html).")
+    console.print("[dim]IF: share of frame transitions whose detected camera motion matches the command "
+                  "(full label; trans / rot alone). VQ: higher is better. CI: 95% bootstrap over cases.[/dim]")
 
 
 # ---------------------------------------------------------------- results.json and files
@@ -316,11 +352,13 @@ def strip_record(record: dict) -> dict:
 
 
 def build_results(header: dict, records: list[dict]) -> dict:
-    """The results.json body: ``header`` fields, then "cases" and "summary"."""
+    """The results.json body: ``header`` fields, then "cases" (sorted by id, so the file does not
+    depend on the order in which processes finished) and "summary"."""
     clash = {"cases", "summary"} & set(header)
     if clash:
         raise ValueError(f"header must not hold {sorted(clash)}: build_results computes them")
-    return {**header, "cases": [strip_record(r) for r in records], "summary": summarize(records)}
+    cases = [strip_record(r) for r in sorted(records, key=lambda r: r["id"])]
+    return {**header, "cases": cases, "summary": summarize(records)}
 
 
 def write_report(results_dir: str | Path, results: dict, records: list[dict] | None = None) -> Path:

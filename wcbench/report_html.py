@@ -1,0 +1,294 @@
+"""The self-contained report.html: inline CSS, figures embedded as base64 PNG, no external assets.
+
+Built from the results.json body (header + summary) and the full per-case records (the
+confusion matrices and camera paths need their "labels" and "paths").
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from html import escape
+from pathlib import Path
+
+from wcbench import plots
+from wcbench.report import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
+                            per_clip_curves, top_confusions, vq_digits)
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
+       margin: 0; background: #f4f6f9; }
+main { max-width: 1320px; margin: 0 auto; padding: 24px 32px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 34px 0 10px; border-bottom: 2px solid #dde3ea;
+     padding-bottom: 4px; } h3 { font-size: 15px; margin: 0 0 6px; }
+.sub { color: #5b6575; margin: 0 0 16px; }
+.card { background: white; border: 1px solid #dde3ea; border-radius: 8px; padding: 14px 18px; margin: 10px 0; }
+.meta { margin: 0; display: grid; grid-template-columns: max-content 1fr; gap: 3px 18px; font-size: 14px; }
+.meta dt { color: #5b6575; } .meta dd { margin: 0; font-family: ui-monospace, Menlo, monospace; font-size: 13px; }
+.headline { display: flex; gap: 16px; flex-wrap: wrap; }
+.big { flex: 1; min-width: 220px; } .big .value { font-size: 34px; font-weight: 600; }
+.big .ci { color: #5b6575; font-size: 14px; } .big .label { font-size: 14px; color: #5b6575; }
+.explain { font-size: 14px; line-height: 1.5; background: #eef4fb; border-color: #c9dcf0; }
+.explain p { margin: 4px 0; }
+table { border-collapse: collapse; font-size: 14px; background: white; }
+th, td { padding: 5px 10px; border-bottom: 1px solid #e6eaef; text-align: left; }
+th { background: #eef1f5; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.overall td { font-weight: 700; border-top: 2px solid #9aa5b4; }
+.ci { color: #6a7383; font-size: 12px; }
+.bar { display: inline-block; height: 9px; background: #1f6fb4; border-radius: 2px; margin-right: 6px;
+       vertical-align: middle; }
+.bar-bg { display: inline-block; width: 80px; background: #e3e8ee; border-radius: 2px; line-height: 0; }
+.failed { color: #b3261e; } .muted { color: #6a7383; font-size: 13px; }
+.row { display: flex; gap: 16px; align-items: flex-start; }
+.row > .card { flex: 1 1 0; min-width: 0; margin: 0; }
+.row > .fit { flex: 0 0 auto; }
+table.runs { font-size: 13px; } table.runs td, table.runs th { padding: 3px 8px; }
+td.hit { color: #2e9d5b; } td.miss { color: #d64541; font-weight: 600; }
+img { max-width: 100%; }
+code { font-size: 13px; background: #eef1f5; padding: 1px 4px; border-radius: 3px; }
+"""
+
+
+def render_report(results_dir: Path, results: dict, records: list[dict]) -> str:
+    """The whole report page as one HTML string."""
+    sections = [
+        _header(results, records),
+        _summary_section(results["summary"], results, records),
+        _failed_section(records),
+        _curves_section(records),
+        _confusion_section(records),
+        _examples_section(results_dir, records),
+        _cases_section(records),
+        f'<p class="muted">Rebuilt from the per-case records in <code>{escape(str(results_dir))}/cases</code>; '
+        "re-create this page without re-scoring with <code>wcbench report DIR</code>.</p>",
+    ]
+    title = f"wcbench report: {_model_name(results)}"
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{CSS}</style></head><body><main>\n" + "\n".join(s for s in sections if s) +
+            "\n</main></body></html>\n")
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def _model_name(results: dict) -> str:
+    model = results.get("model")
+    if isinstance(model, dict):
+        model = model.get("name") or model.get("spec")
+    return str(model) if model else "videos scored from a manifest"
+
+
+def _named(value) -> str:
+    """An estimator/quality header entry ({"name", "version", ...}) as one line."""
+    if not isinstance(value, dict):
+        return "–" if value is None else str(value)
+    text = str(value.get("name", "?"))
+    if value.get("version") is not None:
+        text += f" v{value['version']}"
+    extra = {k: v for k, v in value.items() if k not in ("name", "version")}
+    if extra:
+        text += "  " + ", ".join(f"{k}={v}" for k, v in extra.items())
+    return text
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def _header(results: dict, records: list[dict]) -> str:
+    n_ok = sum(1 for r in records if is_ok(r))
+    n_failed = len(records) - n_ok
+    suite = results.get("suite") or "–"
+    if results.get("suite_hash"):
+        suite += f"  (hash {str(results['suite_hash'])[:12]})"
+    model = _model_name(results)
+    if results.get("model_name") and results["model_name"] != model:
+        model += f"  (name: {results['model_name']})"
+    fields = [("model", model), ("suite", suite), ("scoring mode", results.get("mode") or "–"),
+              ("camera-motion estimator", _named(results.get("estimator"))),
+              ("quality scorer", _named(results.get("quality"))),
+              ("wcbench version", results.get("version") or "–"),
+              ("config hash", results.get("config_hash") or "–"),
+              ("cases", f"{len(records)} ({n_ok} scored, {n_failed} failed)")]
+    meta = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in fields)
+    return (f"<h1>wcbench report: {escape(_model_name(results))}</h1>"
+            f'<p class="sub">Does the camera follow the commanded actions, and does the video look good, '
+            f"over short, mid and long horizons?</p>"
+            f'<div class="card"><dl class="meta">{meta}</dl></div>')
+
+
+def _explain(results: dict) -> str:
+    named = results.get("quality")
+    quality = f"<code>{escape(_named(named))}</code>" if named else "the quality scorer"
+    return (
+        '<div class="card explain">'
+        "<p><b>IF (interaction following)</b>: the camera motion is estimated from the generated video, "
+        "turned into a discrete action per frame transition (translation: none/forward/backward/right/left "
+        "and pairs; rotation: none/yaw/pitch and pairs) and compared with the commanded action. "
+        "<b>IF acc</b> is the share of transitions where both translation and rotation match "
+        "(81 classes; always standing still scores only on 'none' commands), "
+        "<b>trans</b> and <b>rot</b> score each part alone. 1.0 = follows every command.</p>"
+        f"<p><b>VQ (visual quality)</b>: the score of {quality}, higher is better; "
+        "compare VQ only between reports made with the same quality scorer.</p>"
+        "<p>A case is the mean of its clips; a group is the mean of its cases. "
+        "<span class='ci'>lo–hi</span> is a 95% bootstrap interval over cases: with few cases it is wide "
+        "(one case: no interval at all), and overlapping intervals mean a difference may be noise.</p></div>")
+
+
+def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
+    overall = summary["overall"]
+    digits = {"if_acc": 3, "vq": vq_digits(block.get("vq") for block in summary.values())}
+    headline = '<div class="headline">' + "".join(
+        f'<div class="card big"><div class="label">{label}</div>'
+        f'<div class="value">{format_value(overall.get(metric), digits[metric])}</div>'
+        f'<div class="ci">95% CI {format_ci(overall, metric, digits[metric])} · {overall["n"]} cases</div></div>'
+        for metric, label in (("if_acc", "IF accuracy, all cases"), ("vq", "VQ, all cases"))) + "</div>"
+    failed = {}
+    for record in records:
+        if not is_ok(record):
+            key = group_key(record)
+            failed[key] = failed.get(key, 0) + 1
+    failed["overall"] = summary["overall"].get("n_failed", 0)
+    head = ("<tr><th>track / horizon</th><th>IF acc</th><th>95% CI</th><th>IF trans</th><th>IF rot</th>"
+            "<th>VQ</th><th>95% CI</th><th>n</th></tr>")
+    rows = []
+    for key, block in summary.items():
+        n_text = str(block["n"]) + (f' <span class="failed">+{failed[key]} failed</span>'
+                                    if failed.get(key) else "")
+        rows.append(f'<tr class="{"overall" if key == "overall" else ""}" data-group="{escape(key)}">'
+                    f"<td>{escape(key)}</td><td class='num'>{_bar(block.get('if_acc'))}"
+                    f"{format_value(block.get('if_acc'))}</td>"
+                    f"<td class='num ci'>{format_ci(block, 'if_acc')}</td>"
+                    f"<td class='num'>{format_value(block.get('if_trans_acc'))}</td>"
+                    f"<td class='num'>{format_value(block.get('if_rot_acc'))}</td>"
+                    f"<td class='num'>{format_value(block.get('vq'), digits['vq'])}</td>"
+                    f"<td class='num ci'>{format_ci(block, 'vq', digits['vq'])}</td><td class='num'>{n_text}</td></tr>")
+    table = f'<table id="summary-table">{head}{"".join(rows)}</table>'
+    return f"<h2>Summary</h2>{headline}{_explain(results)}{table}"
+
+
+def _bar(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return ""
+    width = max(0.0, min(1.0, value)) * 80
+    return f'<span class="bar-bg"><span class="bar" style="width:{width:.0f}px"></span></span>'
+
+
+def _failed_section(records: list[dict]) -> str:
+    failed = [r for r in records if not is_ok(r)]
+    if not failed:
+        return ""
+    rows = "".join(f"<tr><td>{escape(r['id'])}</td>"
+                   f"<td class='failed'>{escape(str(r.get('error') or 'no reason recorded'))}</td></tr>"
+                   for r in failed)
+    return (f"<h2 class='failed'>Failed cases ({len(failed)})</h2><p class='muted'>Counted, listed here, "
+            "and left out of every mean.</p>"
+            f"<table id='failed-table'><tr><th>case</th><th>error</th></tr>{rows}</table>")
+
+
+def _curves_section(records: list[dict]) -> str:
+    curves = per_clip_curves(records)
+    if curves.empty:
+        return "<h2>Over the horizon</h2><p class='muted'>No per-clip scores recorded.</p>"
+    return ("<h2>Over the horizon</h2><p class='muted'>Mean score of each clip (clip 0 = the first frames). "
+            "A falling line is drift: the model follows commands or holds quality less well the longer it "
+            f"generates.</p><div class='card'>{_img(plots.plot_clip_curves(curves), 'per-clip curves')}</div>")
+
+
+def _confusion_section(records: list[dict]) -> str:
+    translation = confusion_matrix(records, "translation")
+    if translation.to_numpy().sum() == 0:
+        return "<h2>What the model did instead</h2><p class='muted'>No per-transition labels recorded.</p>"
+    rotation = confusion_matrix(records, "rotation")
+    top = top_confusions(confusion_matrix(records, "full"), k=12)
+    rows = "".join(f"<tr><td>{escape(r.commanded)}</td><td>{escape(r.detected)}</td><td class='num'>{r.count}</td>"
+                   f"<td class='num'>{r.share_of_commanded:.0%}</td></tr>" for r in top.itertuples())
+    top_table = (f"<table id='top-confusions'><tr><th>commanded (translation | rotation)</th><th>detected</th>"
+                 f"<th>transitions</th><th>share of command</th></tr>{rows}</table>" if rows
+                 else "<p class='muted'>No confusions: every transition was detected as commanded.</p>")
+    return ("<h2>What the model did instead</h2><p class='muted'>Rows: the commanded action, columns: the "
+            "action detected in the video, over all frame transitions. A strong diagonal is good; colour is the "
+            "share of each commanded row, numbers are counts.</p>"
+            f"<div class='row'><div class='card'>{_img(plots.plot_confusion(translation, 'translation'), 'translation')}"
+            f"</div><div class='card'>{_img(plots.plot_confusion(rotation, 'rotation'), 'rotation')}</div></div>"
+            f"<h3>Most frequent confusions of the full 81-class label</h3>{top_table}")
+
+
+def _examples_section(results_dir: Path, records: list[dict], per_side: int = 1) -> str:
+    scored = [r for r in records if is_ok(r) and _finite(r.get("if_acc"))]
+    if not scored:
+        return ""
+    # Ties go to the first id, so the choice does not depend on the order of the records.
+    best = sorted(scored, key=lambda r: (-r["if_acc"], r["id"]))[:per_side]
+    shown = {r["id"] for r in best}
+    worst = [r for r in sorted(scored, key=lambda r: (r["if_acc"], r["id"]))[:per_side] if r["id"] not in shown]
+    picks = [("best", r) for r in best] + [("worst", r) for r in worst]
+    cards = "".join(_case_card(results_dir, tag, record) for tag, record in picks)
+    return ("<h2>Best and worst cases (by IF accuracy)</h2><p class='muted'>Sampled frames with the action "
+            "commanded into each frame and the one detected (green: match, red: miss); below, every transition's "
+            "translation and rotation hit. Right: the camera path seen from above, commanded vs estimated from the "
+            "video, each scaled to unit size (estimators recover translation only up to scale).</p>" + cards)
+
+
+def _case_card(results_dir: Path, tag: str, record: dict) -> str:
+    from wcbench.video import read_video
+
+    digits = vq_digits([record.get("vq")])
+    metrics = " · ".join(f"{m} {format_value(record.get(m), digits if m == 'vq' else 3)}" for m in METRICS)
+    title = (f"<h3>{tag}: {escape(record['id'])}</h3>"
+             f"<p class='muted'>script <code>{escape(str(record.get('script')))}</code> · {metrics}</p>")
+    video = record.get("video")
+    try:
+        if not video:
+            raise FileNotFoundError("the record names no video")
+        path = Path(video) if Path(video).is_absolute() else results_dir / video
+        frames = read_video(path)
+        strip = _img(plots.plot_case_strip(frames, plots.sample_indices(len(frames)), record.get("labels")),
+                     f"frames of {record['id']}")
+    except (OSError, ValueError) as err:
+        strip = f"<p class='muted'>Frames not shown: {escape(str(err))}</p>"
+    paths = record.get("paths") or {}
+    path_img = _img(plots.plot_paths(paths.get("commanded"), paths.get("estimated")), f"paths of {record['id']}")
+    return (f"<div class='card'>{title}{strip}<div class='row'><div class='fit'>{path_img}</div>"
+            f"<div>{_runs_table(record)}</div></div></div>")
+
+
+def _runs_table(record: dict) -> str:
+    """Per commanded run: what was detected most and how often it matched."""
+    labels = record.get("labels")
+    if not labels or not labels.get("commanded"):
+        return "<p class='muted'>No per-transition labels recorded.</p>"
+    rows = []
+    for run in command_runs(labels).itertuples():
+        mark = "hit" if run.if_acc >= 0.5 else "miss"
+        rows.append(f"<tr><td class='num'>{run.first}–{run.last}</td>"
+                    f"<td><code>{plots.short_label(run.commanded)}</code></td>"
+                    f"<td><code>{plots.short_label(run.detected_most)}</code></td>"
+                    f"<td class='num {mark}'>{run.if_acc:.2f}</td><td class='num'>{run.if_trans_acc:.2f}</td>"
+                    f"<td class='num'>{run.if_rot_acc:.2f}</td></tr>")
+    return ("<table class='runs'><tr><th>transitions</th><th>commanded</th><th>detected most</th><th>IF</th>"
+            f"<th>trans</th><th>rot</th></tr>{''.join(rows)}</table>"
+            "<p class='muted'>Script tokens: w/s forward/back, d/a right/left, left/right yaw, up/down pitch.</p>")
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _cases_section(records: list[dict]) -> str:
+    head = "<tr><th>case</th><th>track</th><th>horizon</th><th>status</th>" + "".join(
+        f"<th>{m}</th>" for m in METRICS) + "<th>script</th></tr>"
+    rows = []
+    digits = {m: 3 for m in METRICS} | {"vq": vq_digits(r.get("vq") for r in records)}
+    for r in records:
+        status = "ok" if is_ok(r) else f"<span class='failed'>{escape(str(r['status']))}</span>"
+        cells = "".join(f"<td class='num'>{format_value(r.get(m), digits[m])}</td>" for m in METRICS)
+        rows.append(f"<tr data-case='{escape(r['id'])}'><td>{escape(r['id'])}</td>"
+                    f"<td>{escape(str(r.get('track') or '–'))}</td>"
+                    f"<td>{escape(str(r.get('horizon') or '–'))}</td><td>{status}</td>{cells}"
+                    f"<td><code>{escape(str(r.get('script') or ''))}</code></td></tr>")
+    is_open = " open" if len(records) <= 40 else ""
+    return (f"<h2>All cases</h2><details{is_open}><summary>{len(records)} cases</summary>"
+            f"<table id='cases-table'>{head}{''.join(rows)}</table></details>")
+
