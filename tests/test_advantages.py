@@ -1,0 +1,124 @@
+"""Group advantages on hand-computed numbers: normalisation, None rewards, r, best-of-N."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from wctrain.advantages import (AdvantageConfig, best_of_n, combine, compute_group_advantages, group_normalize,
+                                lambda_weights, reward_std, to_r)
+
+
+def close(actual: torch.Tensor, expected) -> None:
+    torch.testing.assert_close(actual, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)  # eps = 1e-6 in the std
+
+
+def test_group_normalize_known_numbers():
+    # mean 2.5, population std sqrt(1.25)
+    std = math.sqrt(1.25)
+    close(group_normalize([1.0, 2.0, 3.0, 4.0]), [-1.5 / std, -0.5 / std, 0.5 / std, 1.5 / std])
+    # input types: list, numpy, tensor give the same numbers
+    close(group_normalize(np.array([1.0, 2.0, 3.0, 4.0])), [-1.5 / std, -0.5 / std, 0.5 / std, 1.5 / std])
+    close(group_normalize(torch.tensor([1.0, 2.0, 3.0, 4.0])), [-1.5 / std, -0.5 / std, 0.5 / std, 1.5 / std])
+
+
+def test_constant_group_has_zero_advantage_and_half_r():
+    advantage = group_normalize([0.7, 0.7, 0.7, 0.7])
+    close(advantage, [0.0] * 4)
+    close(to_r(advantage, 1.0), [0.5] * 4)
+
+
+def test_group_vs_global_std():
+    rewards = [[0.0, 1.0], [10.0, 12.0]]
+    close(group_normalize(rewards, "group"), [[-1.0, 1.0], [-1.0, 1.0]])
+    # all four: mean 5.75, squared deviations sum to 112.75, population std sqrt(112.75 / 4)
+    std = math.sqrt(112.75 / 4)
+    assert reward_std(rewards) == pytest.approx(std)
+    close(group_normalize(rewards, "global"), [[-0.5 / std, 0.5 / std], [-1.0 / std, 1.0 / std]])
+    # two ranks holding one group each, given the gathered std, reproduce the single-process numbers
+    per_rank = [group_normalize([row], "global", global_std=reward_std(rewards)) for row in rewards]
+    torch.testing.assert_close(torch.cat(per_rank), group_normalize(rewards, "global"))
+    with pytest.raises(ValueError, match="std_mode"):
+        group_normalize(rewards, "rank")
+
+
+def test_rewards_that_do_not_apply():
+    close(group_normalize([1.0, None, 3.0]), [-1.0, 0.0, 1.0])
+    close(group_normalize([None, None]), [0.0, 0.0])
+    close(group_normalize([[1.0, None, 3.0], [None, 5.0, 5.0]]), [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    # None rewards are also left out of the global std: that of {1, 3, 5, 5}
+    assert reward_std([[1.0, None, 3.0], [None, 5.0, 5.0]]) == pytest.approx(math.sqrt(11 / 4))
+    with pytest.raises(ValueError, match="NaN"):
+        group_normalize([1.0, float("nan"), 3.0])
+    with pytest.raises(ValueError, match="shape"):
+        group_normalize(torch.zeros(2, 2, 2))
+
+
+def test_combine_and_lambda():
+    a_if, a_vq = torch.tensor([1.0, -1.0]), torch.tensor([0.0, 2.0])
+    torch.testing.assert_close(combine(a_if, a_vq, 0.25), torch.tensor([0.25, 1.25]))
+    torch.testing.assert_close(combine(a_if, a_vq, 1.0), a_if)
+    assert lambda_weights(0.25) == {"if": 0.25, "vq": 0.75}
+    with pytest.raises(ValueError):
+        combine(a_if, a_vq, 1.5)
+
+
+def test_to_r():
+    advantage = torch.tensor([-2.0, -0.5, 0.0, 0.5, 2.0], dtype=torch.float64)
+    close(to_r(advantage, 1.0), [0.0, 0.25, 0.5, 0.75, 1.0])
+    close(to_r(advantage, 2.0), [0.0, 0.375, 0.5, 0.625, 1.0])
+    with pytest.raises(ValueError):
+        to_r(advantage, 0.0)
+
+
+def test_best_of_n():
+    scores = torch.tensor([0.1, 0.9, 0.5, 0.9, -0.3, 0.0])
+    # ranking: 1, 3 (tie, lower index first), 2, 0, 5, 4
+    assert best_of_n(scores, 2).tolist() == [1, 3, 4, 5]
+    assert best_of_n(scores, 1).tolist() == [1, 4]
+    assert best_of_n(torch.zeros(6), 2).tolist() == [0, 1, 4, 5]  # all tied: still disjoint
+    assert best_of_n(scores, 3).tolist() == list(range(6))
+    assert best_of_n(scores, None).tolist() == list(range(6))
+    with pytest.raises(ValueError):
+        best_of_n(scores, 0)
+    with pytest.raises(ValueError, match="NaN"):
+        best_of_n(torch.tensor([0.0, float("nan"), 1.0]), 1)
+
+
+def test_compute_group_advantages_known_numbers():
+    std = math.sqrt(1.25)
+    a = [-1.5 / std, -0.5 / std, 0.5 / std, 1.5 / std]
+    config = AdvantageConfig(weights=lambda_weights(0.75), z=1.0, top_k=1)
+    result = compute_group_advantages({"if": [1.0, 2.0, 3.0, 4.0], "vq": [4.0, 3.0, 2.0, 1.0]}, config)
+    close(result.per_reward["if"], a)
+    close(result.per_reward["vq"], [-value for value in a])
+    combined = [0.5 * value for value in a]  # 0.75 a - 0.25 a
+    close(result.advantage, combined)
+    close(result.r, [0.5 + 0.5 * value for value in combined])
+    assert result.selected.tolist() == [0, 3]
+    assert result.is_selected.tolist() == [True, False, False, True]
+
+
+def test_compute_group_advantages_several_groups_and_none():
+    config = AdvantageConfig(weights={"if": 1.0, "vq": 0.0}, z=0.5, top_k=1)
+    rewards = {"if": [[1.0, None, 3.0], [2.0, 2.0, 2.0]], "vq": [[0.0, 0.0, 1.0], [5.0, None, 6.0]]}
+    result = compute_group_advantages(rewards, config)
+    close(result.advantage, [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    close(result.r, [[0.0, 0.5, 1.0], [0.5, 0.5, 0.5]])
+    assert result.selected.tolist() == [[0, 2], [0, 2]]
+    # global std per reward, as gathered by the trainer
+    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, std_mode="global")
+    result = compute_group_advantages(rewards, config, global_std={"if": 2.0, "vq": 1.0})
+    close(result.per_reward["if"], [[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
+    assert result.selected.shape == (2, 3)
+
+
+def test_compute_group_advantages_rejects_mismatches():
+    config = AdvantageConfig(weights=lambda_weights(0.5))
+    with pytest.raises(ValueError, match="same"):
+        compute_group_advantages({"if": [1.0, 2.0]}, config)
+    with pytest.raises(ValueError, match="one value per candidate"):
+        compute_group_advantages({"if": [1.0, 2.0], "vq": [1.0, 2.0, 3.0]}, config)

@@ -1,0 +1,136 @@
+"""The old policy: an EMA shadow of the trained weights, and its decay schedule.
+
+In NFT the "old" policy both makes the rollouts and gives ``v_old`` in the loss. It is an
+exponential moving average of the trained weights, ``shadow <- decay * shadow + (1 - decay) *
+weights`` after each optimiser step, with a decay that starts at 0 (the old policy is the current
+one: fully on-policy while the model changes fast) and ramps up toward ``max_decay`` (a slower,
+steadier reference later on), as in DiffusionNFT's ``return_decay``.
+
+Usage in the trainer::
+
+    old = EMA(model, DecaySchedule(max_decay=0.5, ramp=0.001))       # rollouts and v_old
+    best = EMA(model, DecaySchedule(max_decay=0.999, ramp=None))     # evaluation checkpoints
+    ...
+    with torch.no_grad():
+        v_old = old.module.velocity(x_t, t, ctx, actions)           # never the trained weights
+    loss.backward(); optimizer.step()
+    old.update(accelerator.unwrap_model(model)); best.update(accelerator.unwrap_model(model))
+
+The evaluation EMA is just another ``EMA`` with its own (slower, constant) decay; both go into
+the checkpoint through ``state_dict`` for an exact resume.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def decay_schedule(step: int, max_decay: float = 0.5, ramp: float | None = 0.001, flat_steps: int = 0) -> float:
+    """EMA decay at update ``step`` (0-based): 0 for the first ``flat_steps`` updates, then
+    ``min(max_decay, ramp * (step - flat_steps))``; ``ramp=None`` jumps straight to ``max_decay``.
+
+    The defaults are DiffusionNFT's default (its ``decay_type=1``): 0 at the start, reaching 0.5
+    after 500 updates. Its ``decay_type=2`` is ``max_decay=0.999, ramp=0.0075, flat_steps=75``.
+    """
+    if not 0 <= max_decay <= 1:
+        raise ValueError(f"max_decay must lie in [0, 1], got {max_decay}")
+    if ramp is not None and ramp < 0:
+        raise ValueError(f"ramp must be non-negative (or None for a constant decay), got {ramp}")
+    if step < flat_steps:
+        return 0.0
+    if ramp is None:
+        return max_decay
+    return min(max_decay, ramp * (step - flat_steps))
+
+
+@dataclass(frozen=True)
+class DecaySchedule:
+    """The settings of ``decay_schedule``, as a config record."""
+
+    max_decay: float = 0.5
+    ramp: float | None = 0.001
+    flat_steps: int = 0
+
+    def __call__(self, step: int) -> float:
+        return decay_schedule(step, self.max_decay, self.ramp, self.flat_steps)
+
+
+def build_frozen_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of ``model`` in eval mode with ``requires_grad=False`` and no ``.grad``: the
+    module that computes ``v_old`` (under ``torch.no_grad()``) and makes rollouts.
+
+    Pass the unwrapped model (``accelerator.unwrap_model``), not a DDP wrapper.
+    """
+    frozen = copy.deepcopy(model)
+    for parameter in frozen.parameters():
+        parameter.grad = None
+    return frozen.requires_grad_(False).eval()
+
+
+def _matching(target: nn.Module, source: nn.Module, kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Pairs ``(target tensor, source tensor)`` of ``kind`` ("parameters" or "buffers"), by name."""
+    targets, sources = dict(getattr(target, f"named_{kind}")()), dict(getattr(source, f"named_{kind}")())
+    if targets.keys() != sources.keys():
+        missing, extra = sorted(targets.keys() - sources.keys()), sorted(sources.keys() - targets.keys())
+        raise ValueError(f"the EMA shadow and the model differ in {kind}: missing {missing[:5]}, extra "
+                         f"{extra[:5]} (pass accelerator.unwrap_model(model), not the DDP wrapper)")
+    return [(targets[name], sources[name]) for name in targets]
+
+
+class EMA:
+    """An exponential moving average of a module's weights, kept as a frozen module copy.
+
+    ``module`` is the shadow (use it for rollouts and ``v_old``); ``update(model)`` moves it
+    toward ``model`` with the scheduled decay; buffers are copied as they are (they are not
+    trained). The shadow keeps the model's dtype and device.
+    """
+
+    def __init__(self, model: nn.Module, schedule: DecaySchedule = DecaySchedule()) -> None:
+        self.schedule = schedule
+        self.module = build_frozen_copy(model)
+        self.num_updates = 0
+
+    @property
+    def next_decay(self) -> float:
+        """The decay the next ``update`` will use."""
+        return self.schedule(self.num_updates)
+
+    @torch.no_grad()
+    def update(self, model: nn.Module) -> float:
+        """``shadow <- decay * shadow + (1 - decay) * weights``; returns the decay used."""
+        decay = self.next_decay
+        for shadow, source in _matching(self.module, model, "parameters"):
+            if decay == 0.0:
+                shadow.copy_(source)  # exact (lerp could round)
+            elif decay != 1.0:
+                shadow.lerp_(source.to(shadow.dtype), 1.0 - decay)
+        for shadow, source in _matching(self.module, model, "buffers"):
+            shadow.copy_(source)  # not trained: the model's own value
+        self.num_updates += 1
+        return decay
+
+    @torch.no_grad()
+    def copy_to(self, module: nn.Module) -> None:
+        """Write the shadow weights and buffers into ``module`` (same names), e.g. to export."""
+        for kind in ("parameters", "buffers"):
+            for target, shadow in _matching(module, self.module, kind):
+                target.copy_(shadow)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything an exact resume needs: the shadow, the update count, the schedule."""
+        return {"num_updates": self.num_updates, "schedule": asdict(self.schedule),
+                "shadow": {name: tensor.clone() for name, tensor in self.module.state_dict().items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from ``state_dict``; a different schedule is an error (the resume would not be
+        exact), so change the config back or start a new run."""
+        if state["schedule"] != asdict(self.schedule):
+            raise ValueError(f"the checkpoint's EMA schedule {state['schedule']} differs from the config's "
+                             f"{asdict(self.schedule)}")
+        self.module.load_state_dict(state["shadow"])
+        self.num_updates = int(state["num_updates"])
