@@ -42,6 +42,7 @@ class OracleModel:
         self._pose = info.poses[0] if info.poses is not None else np.eye(4)
         self._first = image
         self._pending: list[Action] = [Action()] * self.lag_steps
+        self.rendered_poses = [self._pose]  # what the frames really show (for the gt estimator)
         self._rng = np.random.default_rng(seed)
         return self._degrade(image[None])[0]
 
@@ -51,9 +52,11 @@ class OracleModel:
         executed = self._executed(actions)
         frame_actions = [a for a in executed for _ in range(FRAMES_PER_LATENT)]
         if self.variant == "static":
+            self.rendered_poses.extend([self._pose] * len(frame_actions))
             return self._degrade(np.repeat(self._first[None], len(frame_actions), axis=0))
         poses = trajectory_from_actions(frame_actions, self._info.steps, start=self._pose)[1:]
         self._pose = poses[-1]
+        self.rendered_poses.extend(poses)
         width, height = self._info.resolution
         frames = np.stack([render(self._info.scene, pose, self._info.K, width, height) for pose in poses])
         return self._degrade(frames)

@@ -1,0 +1,321 @@
+"""The ``wcbench`` command line.
+
+    wcbench run --suite wc-mini --model oracle --out runs/oracle      generate + score a suite
+    wcbench score --manifest videos.csv --out runs/mine               score videos made elsewhere
+    wcbench report runs/oracle                                        rebuild tables and report.html
+    wcbench export --suite wc600 --out export/                        start images, prompts, scripts, poses
+    wcbench calibrate --estimator opencv                              choose an estimator's thresholds
+    wcbench submit runs/oracle | verify runs/oracle | leaderboard wc-mini
+
+Scorer settings are hydra overrides after the options: ``estimator=gt seed=3 mode=worldcompass-compat``.
+Exit status: 0 all cases scored, 1 some cases failed, 2 bad input (the message says what to fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+CONF_DIR = Path(__file__).parent / "conf"
+
+
+class UsageError(Exception):
+    """Bad input the user can fix; printed without a traceback, exit status 2."""
+
+
+def load_config(overrides: list[str], name: str = "run") -> Any:
+    """Compose ``conf/<name>/<name>.yaml`` with hydra-style ``key=value`` overrides."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    bad = [item for item in overrides if "=" not in item]
+    if bad:
+        raise UsageError(f"unexpected argument(s) {bad}: settings are key=value, e.g. estimator=gt seed=3")
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR / name), version_base=None):
+            return compose(config_name=name, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        raise UsageError(f"bad setting: {err}") from err
+
+
+def build_scorers(cfg: Any):
+    """Estimator + quality scorer + mode from a composed config."""
+    from omegaconf import OmegaConf
+
+    from wcbench.pose import build_estimator
+    from wcbench.scoring.case import Scorers
+    from wcbench.scoring.following import MODES
+    from wcbench.scoring.quality import build_quality_scorer
+
+    if cfg.mode not in MODES:
+        raise UsageError(f"mode={cfg.mode!r} is not one of {', '.join(MODES)}")
+    estimator = build_estimator(cfg.estimator, **OmegaConf.to_container(cfg.estimator_options))
+    quality = build_quality_scorer(cfg.quality, **OmegaConf.to_container(cfg.quality_options))
+    return Scorers(estimator, quality, cfg.mode)
+
+
+def progress_bar() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+
+
+def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
+    """Merge the per-case records into results.json, summary.csv and report.html; print the table."""
+    from wcbench import report
+
+    records = report.load_records(out_dir)
+    results = report.build_results({**header, **(extra or {})}, records)
+    from wcbench.storage import write_json
+
+    write_json(out_dir / "results.json", results)
+    report.write_report(out_dir, results)
+    report.print_summary(results["summary"], title=f"{header.get('model', 'videos')} on "
+                                                   f"{header.get('suite', 'manifest')}")
+    failed = [r for r in records if r.get("status") != "ok"]
+    for record in failed:
+        console.print(f"[red]failed[/red] {record['id']}: {record.get('error')}")
+    console.print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}")
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import torch
+    from accelerate import Accelerator
+    from omegaconf import OmegaConf
+
+    from wcbench.models.base import build_model
+    from wcbench.runner import RunConfig, interactivity, run_header, run_suite
+    from wcbench.suite import load_suite
+
+    cfg = load_config(args.overrides)
+    suite = load_suite(args.suite)
+    if args.limit:
+        from dataclasses import replace
+
+        suite = replace(suite, cases=suite.cases[:args.limit])
+    accelerator = Accelerator(cpu=cfg.device == "cpu" or not torch.cuda.is_available())
+    options = OmegaConf.to_container(cfg.model_options)
+    run = RunConfig(model=args.model, model_options=options, seed=cfg.seed)
+    scorers = build_scorers(cfg)
+    model = build_model(args.model, **options)
+    out_dir = Path(args.out)
+    if accelerator.is_main_process:
+        console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(suite.cases)} cases, "
+                      f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
+                      + (f" on {accelerator.num_processes} processes" if accelerator.num_processes > 1 else ""))
+    progress = progress_bar() if accelerator.is_main_process else None
+    if progress:
+        with progress:
+            run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
+                      world_size=accelerator.num_processes, progress=progress)
+    else:
+        run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
+                  world_size=accelerator.num_processes)
+    accelerator.wait_for_everyone()
+    if not accelerator.is_main_process:
+        return 0
+    from wcbench import report
+
+    records = report.load_records(out_dir)
+    missing = sorted({c.id for c in suite.cases} - {r["id"] for r in records})
+    if missing:
+        raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
+    header = run_header(suite, run, scorers)
+    header["model_name"] = getattr(model, "name", args.model)
+    speed = interactivity(records)
+    _print_interactivity(args.model, speed)
+    return _finish(out_dir, header, {"interactivity": speed})
+
+
+def _print_interactivity(model: str, speed: dict) -> None:
+    if not speed:
+        return
+    table = Table(title=f"interactivity: {model}")
+    for column in ("clip latency (s)", "p95 (s)", "frames/s", "peak memory (MB)"):
+        table.add_column(column, justify="right")
+    table.add_row(f"{speed['clip_latency_s']:.3f}", f"{speed['clip_latency_p95_s']:.3f}", f"{speed['fps']:.1f}",
+                  f"{speed['peak_mem_mb']:.0f}")
+    console.print(table)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import wcbench
+    from wcbench.manifest import score_manifest
+
+    cfg = load_config(args.overrides)
+    scorers = build_scorers(cfg)
+    out_dir = Path(args.out)
+    from wcbench.manifest import read_manifest
+
+    total = len(read_manifest(args.manifest))
+    with progress_bar() as progress:
+        task = progress.add_task("scoring", total=total)
+        score_manifest(args.manifest, out_dir, scorers,
+                       on_case=lambda record: progress.update(task, advance=1, description=f"scored {record['id']}"))
+    header = {"version": wcbench.__version__, **scorers.header(), "manifest": str(Path(args.manifest).resolve())}
+    return _finish(out_dir, header)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from wcbench import report
+
+    results = report.rebuild(Path(args.results_dir))
+    report.print_summary(results["summary"], title=str(args.results_dir))
+    console.print(f"rebuilt {Path(args.results_dir) / 'report.html'}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from wcbench.export import export_suite
+    from wcbench.suite import load_suite
+
+    suite = load_suite(args.suite)
+    with progress_bar() as progress:
+        task = progress.add_task("exporting", total=len(suite.cases))
+        manifest = export_suite(suite, args.out, on_case=lambda case: progress.advance(task))
+    console.print(f"exported {len(suite.cases)} cases; put each generated video at videos/<id>.mp4 under "
+                  f"{args.out} and run:  wcbench score --manifest {manifest} --out <results dir>")
+    return 0
+
+
+def cmd_suites(args: argparse.Namespace) -> int:
+    from wcbench.suite import list_suites, load_suite
+
+    table = Table(title="built-in suites")
+    for column in ("name", "cases", "resolution", "hash", "description"):
+        table.add_column(column)
+    for name in list_suites():
+        suite = load_suite(name)
+        table.add_row(name, str(len(suite.cases)), f"{suite.width}x{suite.height}", suite.content_hash(),
+                      suite.description)
+    Console().print(table)
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from wcbench.models.base import available_models
+
+    for name in available_models():
+        print(name)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from wcbench.calibrate import run_calibration
+
+    return run_calibration(args, console)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from wcbench.leaderboard import submit
+
+    return submit(Path(args.results_dir), Path(args.leaderboards), console)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from wcbench.leaderboard import verify
+
+    return verify(Path(args.results_dir), args.sample, args.seed, console)
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from wcbench.leaderboard import print_leaderboard
+
+    return print_leaderboard(args.suite, Path(args.leaderboards), console)
+
+
+# ---------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wcbench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    settings_help = "hydra-style settings, e.g. estimator=gt quality=default-drift seed=3 mode=worldcompass-compat"
+
+    p = sub.add_parser("run", help="generate and score every case of a suite with a world model",
+                       description="Generate each case clip by clip with MODEL, store the video and a record per "
+                                   "case, score them, and write results.json, summary.csv and report.html. A rerun "
+                                   "into the same --out finishes an interrupted run. Shard across processes with "
+                                   "`accelerate launch --multi_gpu --num_processes N -m wcbench run ...`.")
+    p.add_argument("--suite", default="wc-mini", help="suite name (see `wcbench suites`) or YAML path [wc-mini]")
+    p.add_argument("--model", default="oracle",
+                   help="registered name (see `wcbench models`), videos:DIR, or package.module:Factory [oracle]")
+    p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
+    p.add_argument("--limit", type=int, default=0, help="run only the first N cases (smoke tests)")
+    p.add_argument("overrides", nargs="*", help=settings_help)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("score", help="score videos made elsewhere, listed in a manifest",
+                       description="Score every row of a CSV/JSONL manifest (columns id, video, actions; optional "
+                                   "prompt, fov_deg, step_translation, step_degrees). A bad row fails only its case.")
+    p.add_argument("--manifest", required=True, help="CSV or JSONL manifest")
+    p.add_argument("--out", required=True, help="results folder")
+    p.add_argument("overrides", nargs="*", help=settings_help)
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("report", help="rebuild results.json, summary.csv and report.html from stored records")
+    p.add_argument("results_dir")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="write start images, prompts, scripts and WorldPlay poses for a suite")
+    p.add_argument("--suite", default="wc-mini")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("calibrate", help="choose an estimator's thresholds on renders with known motion")
+    p.add_argument("--estimator", default="opencv")
+    p.add_argument("--scenes", type=int, default=6, help="calibration scenes per track")
+    p.add_argument("--resolution", type=int, nargs=2, default=(160, 160), metavar=("W", "H"))
+    p.add_argument("--degrade", action="store_true", help="also render JPEG/blur/noise degraded copies")
+    p.add_argument("--seed", type=int, default=9000, help="calibration seeds start here (keep apart from suites)")
+    p.add_argument("--write", action="store_true", help="write the chosen thresholds into the estimator's config")
+    p.set_defaults(func=cmd_calibrate)
+
+    sub.add_parser("suites", help="list built-in suites").set_defaults(func=cmd_suites)
+    sub.add_parser("models", help="list registered world models").set_defaults(func=cmd_models)
+
+    default_boards = os.environ.get("WCBENCH_LEADERBOARDS", "leaderboards")
+    p = sub.add_parser("submit", help="validate a results folder and add it to leaderboards/<suite>")
+    p.add_argument("results_dir")
+    p.add_argument("--leaderboards", default=default_boards)
+    p.set_defaults(func=cmd_submit)
+    p = sub.add_parser("verify", help="re-score K stored videos and flag any case whose scores differ")
+    p.add_argument("results_dir")
+    p.add_argument("--sample", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("leaderboard", help="print a suite's leaderboard")
+    p.add_argument("suite")
+    p.add_argument("--leaderboards", default=default_boards)
+    p.set_defaults(func=cmd_leaderboard)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]: finished cases are saved; rerun the same command to resume")
+        return 130
+    except (UsageError, FileNotFoundError, ValueError, RuntimeError) as err:
+        if os.environ.get("WCBENCH_DEBUG"):
+            raise
+        console.print(f"[red]error:[/red] {err}")
+        console.print("[dim](set WCBENCH_DEBUG=1 for the full traceback)[/dim]")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

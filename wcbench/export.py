@@ -1,0 +1,72 @@
+"""``wcbench export``: everything a user needs to generate a suite's videos with their own
+pipeline, and a manifest to score them with ``wcbench score`` afterwards.
+
+Per case ``DIR/<id>/``: ``start.png``, ``prompt.txt``, ``script.txt``, ``labels.json``
+(the commanded label of every frame transition) and ``pose.json`` (WorldPlay format, one
+entry per latent). Each case folder is built under a temporary name and renamed when
+complete, and ``manifest.csv`` is written last, so an interrupted export leaves nothing
+that looks finished.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import cv2
+
+from wcbench.actions import label_name, to_worldplay_json
+from wcbench.scenes import case_world
+from wcbench.scoring.following import commanded_labels
+from wcbench.storage import write_text
+from wcbench.suite import Case, Suite
+
+
+def export_case(suite: Suite, case: Case, out_dir: Path) -> Path:
+    """Write one case folder atomically (build under a temporary name, then rename)."""
+    final = out_dir / case.id
+    if final.exists():
+        return final
+    staging = out_dir / f".{case.id}.partial"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    world = case_world(suite, case)
+    script = case.parsed()
+    cv2.imwrite(str(staging / "start.png"), cv2.cvtColor(world.image, cv2.COLOR_RGB2BGR))
+    (staging / "prompt.txt").write_text(world.prompt + "\n")
+    (staging / "script.txt").write_text(script.format() + "\n")
+    labels = commanded_labels(script).tolist()
+    (staging / "labels.json").write_text(json.dumps({
+        "num_frames": script.num_frames,
+        "note": "entry f-1 is the commanded label of the transition from frame f-1 to frame f",
+        "labels": labels, "names": [label_name(x) for x in labels]}))
+    (staging / "pose.json").write_text(json.dumps(to_worldplay_json(world.poses, world.K), indent=1))
+    staging.rename(final)
+    return final
+
+
+def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], None] | None = None) -> Path:
+    """Export every case, then write ``manifest.csv`` pointing at ``videos/<id>.mp4``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for case in suite.cases:
+        export_case(suite, case, out_dir)
+        rows.append({"id": case.id, "video": f"videos/{case.id}.mp4", "actions": case.script,
+                     "prompt": (out_dir / case.id / "prompt.txt").read_text().strip(), "fov_deg": suite.fov_deg,
+                     "step_translation": suite.step_translation, "step_degrees": suite.step_degrees,
+                     "track": case.track, "horizon": case.horizon})
+        if on_case:
+            on_case(case)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    manifest = out_dir / "manifest.csv"
+    write_text(manifest, buffer.getvalue())
+    return manifest
