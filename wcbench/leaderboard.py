@@ -233,7 +233,7 @@ def verify(results_dir: Path, sample: int, seed: int, console: Console) -> int:
         video = Path(record["video"])
         video = video if video.is_absolute() else results_dir / video
         hash_ok = sha256_file(video) == record.get("video_sha256")
-        fields, _, _ = score_frames(read_video(video), parse_script(record["script"]), scorers,
+        fields = score_frames(read_video(video), parse_script(record["script"]), scorers,
                                     prompt=record.get("prompt", ""), fov_deg=record.get("fov_deg"),
                                     latents_per_clip=record.get("latents_per_clip", 4))
         same = hash_ok and all(_close(fields[k], record[k]) for k in ("if_acc", "if_trans_acc", "if_rot_acc")) \

@@ -110,10 +110,10 @@ def score_row(raw: dict, base: Path, scorers: Scorers) -> dict:
         script = parse_script(row.actions)
         frames = read_video(row.video)
         steps = StepSizes(row.step_translation or StepSizes().translation, row.step_degrees or StepSizes().degrees)
-        fields, _, _ = score_frames(frames, script, scorers, prompt=row.prompt, fov_deg=row.fov_deg,
+        fields = score_frames(frames, script, scorers, prompt=row.prompt, fov_deg=row.fov_deg,
                                     commanded_poses=script_trajectory(script, steps))
     except (ScriptError, VideoReadError, ValueError, FileNotFoundError) as err:
-        record["error"] = f"{raw.get('video')}: {err}"
+        record["error"] = str(err)  # IO errors name the video's path; script errors the segment
         return record
     record.update(fields, status="ok", script=script.format(), num_frames=len(frames), fov_deg=row.fov_deg,
                   video_sha256=sha256_file(row.video), timing={"score_s": time.perf_counter() - started})

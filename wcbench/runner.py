@@ -155,7 +155,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
     write_video(video_path, video, fps=getattr(model, "fps", suite.fps))
     started = time.perf_counter()
     true_poses = getattr(model, "rendered_poses", None)
-    fields, _, _ = score_frames(video, case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
+    fields = score_frames(video, case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
                                 latents_per_clip=suite.latents_per_clip, commanded_poses=world.poses,
                                 true_poses=None if true_poses is None else np.asarray(true_poses))
     timing["score_s"] = time.perf_counter() - started

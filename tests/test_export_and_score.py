@@ -1,0 +1,104 @@
+"""`wcbench export` and `wcbench score --manifest`: round trip, bad rows fail alone, exit status."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from wcbench.actions import load_worldplay_json
+from wcbench.cli import main
+from wcbench.export import export_suite
+from wcbench.scenes import case_world
+from wcbench.scenes.synthetic import render_frames
+from wcbench.suite import load_suite
+from wcbench.video import write_video
+
+
+@pytest.fixture()
+def tiny_suite(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text("base: wc-mini\nname: tiny\nresolution: [160, 128]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
+    return load_suite(path)
+
+
+def test_export_writes_everything_and_no_partials(tiny_suite, tmp_path):
+    out = tmp_path / "export"
+    manifest = export_suite(tiny_suite, out)
+    rows = list(csv.DictReader(manifest.open()))
+    assert [r["id"] for r in rows] == [c.id for c in tiny_suite.cases]
+    for case in tiny_suite.cases:
+        folder = out / case.id
+        assert {p.name for p in folder.iterdir()} == {"start.png", "prompt.txt", "script.txt", "labels.json", "pose.json"}
+        labels = json.loads((folder / "labels.json").read_text())
+        assert len(labels["labels"]) == 124
+        poses, _ = load_worldplay_json(folder / "pose.json")
+        assert len(poses) == 32
+    assert not list(out.glob(".*partial*"))
+
+
+def test_export_resumes_after_interruption(tiny_suite, tmp_path, monkeypatch):
+    out = tmp_path / "export"
+    import wcbench.export as export
+
+    calls = []
+    original = export.case_world
+
+    def flaky(suite, case):
+        calls.append(case.id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(suite, case)
+
+    monkeypatch.setattr(export, "case_world", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        export_suite(tiny_suite, out)
+    assert not (out / "manifest.csv").exists()  # nothing that looks complete
+    assert (out / tiny_suite.cases[0].id).is_dir() and not (out / tiny_suite.cases[1].id).exists()
+    monkeypatch.setattr(export, "case_world", original)
+    export_suite(tiny_suite, out)
+    assert (out / "manifest.csv").exists() and not list(out.glob(".*partial*"))
+
+
+def test_score_manifest_with_bad_rows(tiny_suite, tmp_path):
+    """Oracle videos score ~1 with the default estimator; a short video, a missing file and a bad
+    script fail with reasons while the good rows are scored; exit status 1."""
+    export_dir = tmp_path / "export"
+    export_suite(tiny_suite, export_dir)
+    rows = list(csv.DictReader((export_dir / "manifest.csv").open()))
+    (export_dir / "videos").mkdir()
+    for case in tiny_suite.cases:
+        world = case_world(tiny_suite, case)
+        frames = render_frames(world.scene, world.poses, world.K, tiny_suite.width, tiny_suite.height)
+        write_video(export_dir / "videos" / f"{case.id}.avi", frames)
+    for row in rows:
+        row["video"] = f"videos/{row['id']}.avi"
+    good = rows[0]
+    rows.append({**good, "id": "short", "actions": "w-30"})
+    rows.append({**good, "id": "missing", "video": "videos/nothing.mp4"})
+    rows.append({**good, "id": "badscript", "actions": "w-3, fly-28"})
+    manifest = export_dir / "scored.csv"
+    with manifest.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "scored"
+    assert main(["score", "--manifest", str(manifest), "--out", str(out)]) == 1
+    results = json.loads((out / "results.json").read_text())
+    by_id = {c["id"]: c for c in results["cases"]}
+    assert {"estimator", "quality", "version", "cases", "summary"} <= set(results)
+    for case in tiny_suite.cases:
+        assert by_id[case.id]["status"] == "ok" and by_id[case.id]["if_acc"] >= 0.95
+        assert by_id[case.id]["vq"] is not None
+    assert "needs 121" in by_id["short"]["error"] and by_id["short"]["status"] == "failed"
+    assert "nothing.mp4" in by_id["missing"]["error"]
+    assert "fly" in by_id["badscript"]["error"]
+    overall = results["summary"]["overall"]
+    assert overall["n_ok"] == len(tiny_suite.cases) and overall["n_failed"] == 3
+    assert overall["if_acc"] == pytest.approx(np.mean([by_id[c.id]["if_acc"] for c in tiny_suite.cases]))
+
+
+def test_bad_manifest_is_a_usage_error(tmp_path):
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("id,video\nx,y.mp4\n")
+    assert main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "o")]) == 2

@@ -1,0 +1,127 @@
+"""Rollouts: make G candidate versions of a target clip and what the loss and rewards need.
+
+Clip level (WorldCompass): generate the prefix clips 0..n-1 once with the old policy, then G
+candidates of clip n from the same prefix with independent noise: n + G clip generations.
+Sample level (the ablation): G whole videos up to clip n, each with its own prefix, scored at
+the same clip: G * (n + 1) clip generations.
+
+Frames reach the rewards exactly as ``wcbench run --model tinywm`` shows them: decoded,
+converted to uint8 and resized to the output size with the adapter's own function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from wcbench.actions import Script, clip_step_ranges
+from wcbench.scoring.case import ClipView
+from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
+from wctrain.schedule import count_clip_generations
+
+
+@dataclass
+class Episode:
+    """A training case: start image (uint8, output size), its script and caption."""
+
+    image: np.ndarray
+    script: Script
+    prompt: str = ""
+
+
+@dataclass
+class GroupRollout:
+    """One group: G candidates of target clip ``clip`` and the context they share (or not)."""
+
+    clip: int
+    context: torch.Tensor      # (G, P, C, h, w) latents each candidate was conditioned on
+    candidates: torch.Tensor   # (G, L, C, h, w) sampled clean latents of the target clip
+    actions: torch.Tensor      # (G, L * 4, 4) per-frame action signs
+    views: list[ClipView]      # what the rewards score, one per candidate
+    clip_generations: int
+
+
+def _resize(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    import cv2
+
+    if (frames.shape[2], frames.shape[1]) == size:
+        return frames
+    return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_CUBIC) for f in frames])
+
+
+def _start(model, image: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
+    """Start latent and frame 0 as the adapter makes them (down to the model size, back up)."""
+    import cv2
+
+    size = (image.shape[1], image.shape[0])
+    small = image if size == model.resolution else cv2.resize(image, model.resolution, interpolation=cv2.INTER_AREA)
+    return model.start_latent(frames_to_tensor(small[None])), _resize(small[None], size)[0]
+
+
+def _clip_actions(script: Script, clip: int, latents_per_clip: int) -> tuple[torch.Tensor, list]:
+    steps = clip_step_ranges(script.num_steps, latents_per_clip)[clip]
+    actions = script.step_actions()[steps.start - 1:steps.stop - 1]
+    return actions_to_tensor(actions)[None], actions
+
+
+def _decode(model, latents: torch.Tensor, size: tuple[int, int]) -> list[np.ndarray]:
+    frames = model.decode(latents)  # (B, T, 3, h, w)
+    return [_resize(tensor_to_frames(video), size) for video in frames]
+
+
+@torch.no_grad()
+def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, generator: torch.Generator,
+                    latents_per_clip: int = 4) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    """Clips 0..clip-1 generated once: (context latents, frame 0, last frame before ``clip``)."""
+    size = (episode.image.shape[1], episode.image.shape[0])
+    history, frame0 = _start(model, episode.image)
+    last = frame0
+    keep = model.config.context_latents
+    for index in range(clip):
+        actions, _ = _clip_actions(episode.script, index, latents_per_clip)
+        latents = sample_clip(model, history, actions, sigmas, generator)
+        history = torch.cat([history, latents], dim=1)[:, -keep:]
+        last = _decode(model, latents[:, -1:], size)[0][-1]
+    return history, frame0, last
+
+
+@torch.no_grad()
+def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
+                       generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
+    """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
+    size = (episode.image.shape[1], episode.image.shape[0])
+    history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip)
+    actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
+    context = history.expand(group_size, *history.shape[1:]).contiguous()
+    actions = actions.expand(group_size, -1, -1).contiguous()
+    candidates = sample_clip(model, context, actions, sigmas, generator)
+    views = [_view(frame0, last, frames, step_actions) for frames in _decode(model, candidates, size)]
+    return GroupRollout(clip, context, candidates, actions, views,
+                        count_clip_generations(clip, group_size, rollout="clip"))
+
+
+@torch.no_grad()
+def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
+                         generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
+    """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
+    size = (episode.image.shape[1], episode.image.shape[0])
+    contexts, candidates, views = [], [], []
+    actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
+    for _ in range(group_size):
+        history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip)
+        latents = sample_clip(model, history, actions, sigmas, generator)
+        contexts.append(history)
+        candidates.append(latents)
+        views.append(_view(frame0, last, _decode(model, latents, size)[0], step_actions))
+    return GroupRollout(clip, torch.cat(contexts), torch.cat(candidates),
+                        actions.expand(group_size, -1, -1).contiguous(), views,
+                        count_clip_generations(clip, group_size, rollout="sample"))
+
+
+def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:
+    from wcbench.actions import script_from_steps
+
+    return ClipView(frames=np.concatenate([last[None], clip_frames]), script=script_from_steps(step_actions),
+                    reference=frame0)
