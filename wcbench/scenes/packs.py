@@ -26,16 +26,23 @@ class CaseWorld:
     poses: np.ndarray  # commanded camera-to-world poses, one per frame
 
 
+def synthetic_world(suite, script, scene_seed: int, prompt: str = "") -> CaseWorld:
+    """A procedural room for ``script`` at the suite's size, field of view and step sizes."""
+    poses = script_trajectory(script, suite.steps)
+    K = intrinsics_from_fov(suite.width, suite.height, suite.fov_deg)
+    scene = build_scene(scene_seed, poses[:, :3, 3])
+    image = scene.render(poses[0], K, suite.width, suite.height)
+    return CaseWorld(image, prompt or scene.caption, K, scene, poses)
+
+
 def case_world(suite, case) -> CaseWorld:
     """Build the start of ``case`` from ``suite``'s scene pack."""
     script = case.parsed()
-    poses = script_trajectory(script, suite.steps)
-    K = intrinsics_from_fov(suite.width, suite.height, suite.fov_deg)
     pack = suite.scenes.get("pack", "synthetic")
     if pack == "synthetic":
-        scene = build_scene(case.scene_seed, poses[:, :3, 3])
-        image = scene.render(poses[0], K, suite.width, suite.height)
-        return CaseWorld(image, case.prompt or scene.caption, K, scene, poses)
+        return synthetic_world(suite, script, case.scene_seed, case.prompt)
+    poses = script_trajectory(script, suite.steps)
+    K = intrinsics_from_fov(suite.width, suite.height, suite.fov_deg)
     if pack == "images":
         folder = Path(suite.scenes["path"])
         if not folder.is_absolute() and suite.source:

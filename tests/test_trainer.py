@@ -1,0 +1,73 @@
+"""wctrain train: end to end on CPU, exact resume, 2 processes = 1 process on the same groups."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from wctrain.cli import load_config
+from wctrain.models.tinywm import TinyWM
+from wctrain.trainer import train
+
+
+@pytest.fixture(scope="module")
+def tiny_init(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("init") / "tinywm"
+    TinyWM(block_out_channels=(16, 32, 32), cond_embed_dim=32, attention_heads=2).save_pretrained(path)
+    return path
+
+
+def _cfg(run_dir, init, *extra):
+    return load_config("train", [f"run_dir={run_dir}", f"init={init}", "rl.group_size=4", "rl.top_k=1",
+                                 "rl.episode_clips=2", "eval.every=0", "checkpoint_every=1", *extra])
+
+
+def _weights(run_dir):
+    return torch.load(Path(run_dir) / "checkpoint.pt", weights_only=False)["model"]
+
+
+def test_train_runs_logs_and_exports(tiny_init, tmp_path):
+    run = train(_cfg(tmp_path / "run", tiny_init, "rl.steps=2"))
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == 2 and '"reward_if"' in rows[0] and '"clip_generations": 4' in rows[0]
+    assert (run / "final" / "config.json").exists()
+    initial = TinyWM.from_pretrained(tiny_init).state_dict()
+    assert any(not torch.equal(initial[k], v) for k, v in _weights(run).items())
+
+
+def test_resume_continues_exactly(tiny_init, tmp_path):
+    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=3"))
+    resumed = tmp_path / "resumed"
+    train(_cfg(resumed, tiny_init, "rl.steps=2"))  # a run killed after its second checkpoint
+    train(_cfg(resumed, tiny_init, "rl.steps=3"))
+    a, b = _weights(straight), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    def rows(run):
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+                for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+    assert rows(resumed) == rows(straight)
+
+
+@pytest.mark.slow
+def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
+    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
+    if accelerate is None:
+        pytest.skip("accelerate CLI not installed")
+    one = train(_cfg(tmp_path / "one", tiny_init, "rl.steps=1", "rl.groups_per_rank=2", "reward.std_mode=global"))
+    two = tmp_path / "two"
+    proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wctrain", "train",
+                           f"run_dir={two}", f"init={tiny_init}", "rl.group_size=4", "rl.top_k=1", "rl.episode_clips=2",
+                           "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global"],
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = _weights(one), _weights(two)
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-6, rtol=1e-5), key

@@ -1,0 +1,320 @@
+"""``wctrain train``: clip-level RL post-training (DiffusionNFT) against the benchmark's scorers.
+
+One step, read top to bottom in :func:`train`:
+  episode + target clip -> rollout with the old (EMA) policy -> rewards (wcbench scorers)
+  -> gather across ranks -> group advantages -> best-of-N -> NFT loss on the target clip at a
+  random subset of the sampler's timesteps -> backward -> gradient mean across ranks -> step
+  -> EMA updates -> log -> evaluate / checkpoint.
+
+Every random draw of a step comes from generators seeded by (seed, step, group), so a resumed
+run repeats exactly what an uninterrupted one would do, and N processes with one group each
+compute what one process computes with N groups (gradients are averaged over all groups).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from wcbench.scenes.packs import synthetic_world
+from wcbench.scoring.case import Scorers
+from wcbench.storage import atomic_path, write_json
+from wcbench.suite import generate_script, load_suite
+from wctrain.advantages import AdvantageConfig, compute_group_advantages, reward_std
+from wctrain.nft import kl_to_reference, nft_loss, rwr_loss, subsample_timesteps
+from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
+from wctrain.rewards import FollowingReward, QualityReward
+from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
+from wctrain.sampling import add_noise
+from wctrain.schedule import target_clip
+
+
+# ---------------------------------------------------------------- config
+
+@dataclass
+class RLConfig:
+    steps: int = 60
+    groups_per_rank: int = 1
+    group_size: int = 8            # G candidates per group
+    rollout: str = "clip"          # clip (shared prefix) | sample (G whole videos; the ablation)
+    loss: str = "nft"              # nft | rwr (plain reward-weighted regression; the ablation)
+    beta: float = 1.0              # NFT's beta
+    kl_weight: float = 0.0         # weight of the KL to the initial model (separate from beta)
+    lr: float = 5.0e-5
+    grad_clip: float = 1.0
+    timestep_fraction: float = 0.5  # share of the sampler's timesteps each candidate trains on
+    top_k: int | None = 3          # best-of-N: train on the top k and bottom k of G (None: all)
+    clip_schedule: str = "cycle"   # cycle | progressive
+    ramp_steps: int = 40           # progressive: steps until every clip is reachable
+    episode_clips: int = 4         # training videos are this many clips long
+    combined_fraction: float = 0.8  # share of training episodes from the combined track
+    episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
+    seed: int = 0
+
+
+@dataclass
+class RewardConfig:
+    lam: float = 0.5               # A = lam * A_IF + (1 - lam) * A_VQ
+    if_variant: str = "full"       # full (81-class) | mean (of translation and rotation accuracy)
+    estimator: str = "opencv"
+    quality: str = "default"       # default | default-drift
+    z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
+    std_mode: str = "group"        # group | global (std over all groups of all ranks)
+
+
+@dataclass
+class PolicyConfig:
+    old_max_decay: float = 0.5     # EMA old policy: rollouts and v_old
+    old_ramp: float | None = 0.02
+    eval_decay: float = 0.9        # separate EMA for evaluation checkpoints
+
+
+@dataclass
+class EvalConfig:
+    every: int = 20                # 0: never
+    suite: str = "wc-mini"         # held out: training episodes come from other seeds
+    limit: int = 0                 # only the first N cases (0: all)
+
+
+@dataclass
+class TrainerConfig:
+    run_dir: str = "runs/wctrain"
+    init: str | None = None        # tinywm checkpoint to start from (None: the shipped one)
+    suite: str = "wc-mini"         # resolution, field of view and step sizes of training episodes
+    rl: RLConfig = field(default_factory=RLConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint_every: int = 10
+
+
+def to_trainer_config(cfg: Any) -> TrainerConfig:
+    """A TrainerConfig from a hydra DictConfig or a nested dict."""
+    if isinstance(cfg, TrainerConfig):
+        return cfg
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else dict(cfg)
+    parts = {"rl": RLConfig, "reward": RewardConfig, "policy": PolicyConfig, "eval": EvalConfig}
+    return TrainerConfig(**{k: parts[k](**v) if k in parts else v for k, v in data.items()})
+
+
+# ---------------------------------------------------------------- episodes
+
+def _seed(*parts: int) -> int:
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: set[int]) -> Episode:
+    """The training case of one group: a fresh script and scene, never one of the eval cases."""
+    draw = step % cfg.rl.episode_pool if cfg.rl.episode_pool else step
+    rng = np.random.default_rng(_seed(cfg.rl.seed, draw, group))
+    track = "combined" if rng.random() < cfg.rl.combined_fraction else "basic"
+    num_steps = 4 * cfg.rl.episode_clips - 1
+    script_text = generate_script(rng, track, num_steps, suite.step_degrees)
+    scene_seed = int(rng.integers(2**31))
+    while scene_seed in held_out:
+        scene_seed = int(rng.integers(2**31))
+    from wcbench.actions import parse_script
+
+    script = parse_script(script_text)
+    world = synthetic_world(suite, script, scene_seed)
+    return Episode(world.image, script, world.prompt)
+
+
+# ---------------------------------------------------------------- loss
+
+def group_loss(model, old, ref, rollout: GroupRollout, r: torch.Tensor, selected: np.ndarray,
+               sigmas: torch.Tensor, generator: torch.Generator, cfg: RLConfig) -> tuple[torch.Tensor, float]:
+    """NFT (or RWR) loss of one group's selected candidates at a random subset of timesteps,
+    with fresh noise; returns (loss, mean |v_theta - v_old|)."""
+    index = torch.as_tensor(selected)
+    x0, prefix, actions = rollout.candidates[index], rollout.context[index], rollout.actions[index]
+    steps = subsample_timesteps(len(sigmas) - 1, cfg.timestep_fraction, generator)
+    n = len(index)
+    # all chosen timesteps in one batch: (len(steps) * n) samples
+    sigma = torch.cat([sigmas[int(s)].expand(n) for s in steps])
+    x0_all, prefix_all = x0.repeat(len(steps), 1, 1, 1, 1), prefix.repeat(len(steps), 1, 1, 1, 1)
+    actions_all, r_all = actions.repeat(len(steps), 1, 1), r[index].repeat(len(steps))
+    noise = torch.randn(x0_all.shape, generator=generator)
+    x_t = add_noise(x0_all, noise, sigma)
+    v_theta = model.velocity(x_t, sigma, model.build_context(prefix_all, x0_all), actions_all)
+    with torch.no_grad():
+        v_old = old.velocity(x_t, sigma, old.build_context(prefix_all, x0_all), actions_all)
+    if cfg.loss == "nft":
+        loss = nft_loss(v_theta, v_old, x_t, x0_all, sigma, r_all, beta=cfg.beta)
+    elif cfg.loss == "rwr":
+        loss = rwr_loss(v_theta, x_t, x0_all, sigma, r_all)
+    else:
+        raise ValueError(f"rl.loss must be 'nft' or 'rwr', got {cfg.loss!r}")
+    if cfg.kl_weight > 0:
+        with torch.no_grad():
+            v_ref = ref.velocity(x_t, sigma, ref.build_context(prefix_all, x0_all), actions_all)
+        loss = loss + cfg.kl_weight * kl_to_reference(v_theta, v_ref)
+    return loss.mean(), float((v_theta.detach() - v_old).abs().mean())
+
+
+# ---------------------------------------------------------------- checkpoints
+
+def save_checkpoint(run_dir: Path, step: int, model, optimizer, old: EMA, eval_ema: EMA) -> None:
+    """Atomic: a kill mid-write leaves the previous checkpoint intact."""
+    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "old": old.state_dict(), "eval_ema": eval_ema.state_dict()}
+    with atomic_path(run_dir / "checkpoint.pt") as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(run_dir: Path, model, optimizer, old: EMA, eval_ema: EMA) -> int:
+    path = run_dir / "checkpoint.pt"
+    if not path.exists():
+        return 0
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    old.load_state_dict(state["old"])
+    eval_ema.load_state_dict(state["eval_ema"])
+    return int(state["step"])
+
+
+def _append_metrics(run_dir: Path, row: dict) -> None:
+    with (run_dir / "metrics.jsonl").open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def evaluate(model, cfg: TrainerConfig, out_dir: Path) -> dict:
+    """Run the held-out suite with wcbench (default scorers); returns its summary block."""
+    from wcbench.pose import build_estimator
+    from wcbench.report import summarize
+    from wcbench.runner import RunConfig, run_suite
+    from wcbench.scoring.quality import build_quality_scorer
+    from wctrain.models.wcbench_adapter import TinyWMWorldModel
+
+    suite = load_suite(cfg.eval.suite)
+    if cfg.eval.limit:
+        from dataclasses import replace
+
+        suite = replace(suite, cases=suite.cases[:cfg.eval.limit])
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    records = run_suite(suite, TinyWMWorldModel(model=build_frozen_copy(model)), RunConfig(model="tinywm"),
+                        scorers, out_dir)
+    return summarize(records)
+
+
+# ---------------------------------------------------------------- the loop
+
+def train(cfg: Any) -> Path:
+    """Run (or resume) RL post-training; returns the run folder."""
+    from accelerate import Accelerator
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wcbench.pose import build_estimator
+    from wcbench.scoring.quality import build_quality_scorer
+    from wctrain.models.wcbench_adapter import load_tinywm
+
+    # 1. setup: processes, model and its two EMAs, optimiser, rewards, held-out cases
+    cfg = to_trainer_config(cfg)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    rank, world = accelerator.process_index, accelerator.num_processes
+    run_dir = Path(cfg.run_dir)
+    console = Console(stderr=True, quiet=not accelerator.is_main_process)
+    model = load_tinywm(cfg.init).train()
+    model.requires_grad_(True)
+    old = EMA(model, DecaySchedule(cfg.policy.old_max_decay, ramp=cfg.policy.old_ramp))
+    eval_ema = EMA(model, DecaySchedule(cfg.policy.eval_decay, ramp=None))
+    ref = build_frozen_copy(model) if cfg.rl.kl_weight > 0 else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0)
+    start = load_checkpoint(run_dir, model, optimizer, old, eval_ema)
+    if accelerator.is_main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json(run_dir / "config.json", asdict(cfg))
+    suite = load_suite(cfg.suite)
+    held_out = {c.scene_seed for c in load_suite(cfg.eval.suite).cases}
+    scorers = Scorers(build_estimator(cfg.reward.estimator), build_quality_scorer(cfg.reward.quality))
+    rewards = [FollowingReward(scorers, cfg.reward.if_variant, suite.fov_deg), QualityReward(scorers)]
+    weights = {"if": cfg.reward.lam, "vq": 1.0 - cfg.reward.lam}
+    sigmas = model.default_sigmas()
+    rollout_fn = {"clip": rollout_clip_level, "sample": rollout_sample_level}[cfg.rl.rollout]
+    zero_deviation_steps = 0
+
+    progress = Progress(TextColumn("[bold]wctrain"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
+    with progress:
+        task = progress.add_task("train", total=cfg.rl.steps, completed=start, status="")
+        for step in range(start, cfg.rl.steps):
+            started = time.perf_counter()
+            # 2. rollouts with the old policy: this rank's groups
+            groups = [rank * cfg.rl.groups_per_rank + g for g in range(cfg.rl.groups_per_rank)]
+            rollouts, scores = [], []
+            for group in groups:
+                generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 1))
+                episode = sample_episode(cfg, suite, step, group, held_out)
+                clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
+                rollout = rollout_fn(old.module, episode, clip, cfg.rl.group_size, sigmas, generator)
+                rollouts.append(rollout)
+                # 3. rewards: the benchmark's scorers
+                prompts = [episode.prompt] * cfg.rl.group_size
+                scores.append({reward.name: reward(rollout.views, prompts) for reward in rewards})
+            # 4. advantages: normalised per group (std over every rank's groups in global mode)
+            global_std = None
+            if cfg.reward.std_mode == "global":
+                gathered = {name: accelerator.gather(torch.tensor([s[name] for s in scores], dtype=torch.float64))
+                            for name in weights}
+                global_std = {name: float(reward_std(values.numpy())) for name, values in gathered.items()}
+            adv_cfg = AdvantageConfig(weights=weights, z=cfg.reward.z, std_mode=cfg.reward.std_mode,
+                                      top_k=cfg.rl.top_k)
+            advantages = [compute_group_advantages(s, adv_cfg, global_std) for s in scores]
+            # 5. loss on the target clip, gradient mean over all groups of all ranks
+            optimizer.zero_grad(set_to_none=True)
+            deviation, loss_sum = 0.0, 0.0
+            for group, rollout, adv in zip(groups, rollouts, advantages):
+                generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 2))
+                r = torch.as_tensor(adv.r, dtype=torch.float32)
+                loss, dev = group_loss(model, old.module, ref, rollout, r, adv.selected, sigmas, generator, cfg.rl)
+                (loss / (cfg.rl.groups_per_rank * world)).backward()
+                deviation += dev / len(groups)
+                loss_sum += float(loss.detach()) / len(groups)
+            for param in model.parameters():
+                if param.grad is not None and world > 1:
+                    param.grad = accelerator.reduce(param.grad, reduction="sum")
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.rl.grad_clip)
+            optimizer.step()
+            # 6. EMA updates: the old policy for the next rollouts, the evaluation copy
+            old.update(model)
+            eval_ema.update(model)
+            # 7. log (rank 0 writes), warn if the policy never moves away from the old one
+            gathered = accelerator.gather(torch.tensor([[s["if"][i], s["vq"][i], a.r[i]] for s, a in
+                                                        zip(scores, advantages) for i in range(cfg.rl.group_size)],
+                                                       dtype=torch.float64)).numpy()
+            zero_deviation_steps = zero_deviation_steps + 1 if step > start and deviation == 0.0 else 0
+            if zero_deviation_steps == 3:
+                warnings.warn("the current policy's prediction equals the old policy's after updates: "
+                              "v_old may be computed from the current weights", stacklevel=1)
+            row = {"step": step + 1, "reward_if": float(gathered[:, 0].mean()), "reward_vq": float(gathered[:, 1].mean()),
+                   "r_mean": float(gathered[:, 2].mean()), "r_std": float(gathered[:, 2].std()),
+                   "loss": loss_sum, "deviation": deviation, "clip": rollouts[0].clip,
+                   "clip_generations": sum(r.clip_generations for r in rollouts) * world,
+                   "seconds": time.perf_counter() - started}
+            # 8. evaluate and checkpoint
+            if accelerator.is_main_process:
+                if cfg.eval.every and (step + 1) % cfg.eval.every == 0:
+                    summary = evaluate(eval_ema.module, cfg, run_dir / "eval" / f"step-{step + 1:05d}")
+                    row["eval"] = {k: {m: v.get(m) for m in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")}
+                                   for k, v in summary.items()}
+                _append_metrics(run_dir, row)
+                if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.rl.steps:
+                    save_checkpoint(run_dir, step + 1, model, optimizer, old, eval_ema)
+            accelerator.wait_for_everyone()
+            progress.update(task, advance=1, status=f"IF {row['reward_if']:.2f} VQ {row['reward_vq']:.3f} "
+                                                    f"loss {row['loss']:.4f}")
+    if accelerator.is_main_process:
+        eval_ema.module.save_pretrained(run_dir / "final")
+    return run_dir
