@@ -1,0 +1,126 @@
+"""Threshold calibration: plateau search, vectorised labels, calibration videos, degradations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wcbench.actions import (
+    StepSizes,
+    Thresholds,
+    classify_relative_pose,
+    classify_rotation,
+    classify_translation,
+    parse_script,
+    relative_pose,
+    rot_x,
+    rot_y,
+    script_trajectory,
+)
+from wcbench.pose.base import PoseEstimate
+from wcbench.pose.calibration import (
+    CalibrationSpec,
+    calibrate,
+    calibrate_thresholds,
+    confusion_report,
+    degrade,
+    render_calibration_videos,
+    rotation_labels,
+    translation_labels,
+    widest_plateau,
+)
+
+SCRIPTS = ["w-2, left-2, none-1", "d+up-2, s+right-2, none-1", "a-1, down-2, w+left-2"]
+
+
+def noisy_estimate(script: str, seed: int, translation_noise: float = 0.002, rotation_noise: float = 0.1) -> PoseEstimate:
+    """True per-frame motion of ``script`` plus per-transition noise, chained into poses."""
+    rng = np.random.default_rng(seed)
+    truth = script_trajectory(parse_script(script), StepSizes(0.05, 0.75))
+    poses = [np.eye(4)]
+    for f in range(1, len(truth)):
+        rel = relative_pose(truth[f - 1], truth[f])
+        noise = np.eye(4)
+        noise[:3, :3] = rot_y(rng.normal(0, rotation_noise)) @ rot_x(rng.normal(0, rotation_noise))
+        noise[:3, 3] = rng.normal(0, translation_noise, 3)
+        poses.append(poses[-1] @ rel @ noise)
+    return PoseEstimate(np.stack(poses), np.ones(len(poses)), "scene")
+
+
+def test_calibration_separates_a_small_set():
+    estimates = [noisy_estimate(script, seed) for seed, script in enumerate(SCRIPTS)]
+    result = calibrate(estimates, SCRIPTS)
+    thresholds = result.thresholds
+    assert result.translation.accuracy == 1.0 and result.rotation.accuracy == 1.0
+    assert 0.002 < thresholds.translation < 0.035  # between the noise and a commanded step
+    assert 0.1 < thresholds.rotation_deg < 0.7
+    assert result.translation.low <= thresholds.translation <= result.translation.high
+    assert thresholds.translation == pytest.approx(np.sqrt(result.translation.low * result.translation.high))
+    for estimate, script in zip(estimates, SCRIPTS):
+        actions = parse_script(script).frame_actions()
+        got = [classify_relative_pose(relative_pose(estimate.poses[f - 1], estimate.poses[f]), thresholds)
+               for f in range(1, len(estimate.poses))]
+        assert got == [(a.translation_label, a.rotation_label) for a in actions]
+    assert calibrate_thresholds(estimates, SCRIPTS) == thresholds
+
+
+def test_calibration_rejects_mismatched_lengths():
+    with pytest.raises(ValueError, match="commanded"):
+        calibrate([noisy_estimate("w-2", 0)], ["w-3"])
+
+
+def test_widest_plateau_takes_the_log_centre():
+    # accuracy 1 between 0.01 and 1.0, worse elsewhere; a narrow perfect run at 5-6 loses
+    def accuracy(value: float) -> float:
+        return 1.0 if 0.01 < value < 1.0 or 5.0 < value < 6.0 else 0.5
+
+    plateau = widest_plateau(np.array([0.01, 1.0, 5.0, 6.0]), accuracy, 0.001, 100.0)
+    assert (plateau.low, plateau.high, plateau.accuracy) == (0.01, 1.0, 1.0)
+    assert plateau.value == pytest.approx(0.1)
+
+
+def test_vectorised_labels_match_the_action_model():
+    rng = np.random.default_rng(3)
+    translations = rng.normal(0, 0.01, (200, 3))
+    yaw, pitch = rng.normal(0, 1.0, 200), rng.normal(0, 1.0, 200)
+    expected_t = [classify_translation(t, 0.01) for t in translations]
+    expected_r = [classify_rotation(y, p, 0.5, 0.4) for y, p in zip(yaw, pitch)]
+    assert translation_labels(translations, 0.01).tolist() == expected_t
+    assert rotation_labels(yaw, pitch, 0.5, 0.4).tolist() == expected_r
+
+
+def test_confusion_report_of_exact_estimates_is_diagonal():
+    estimates = [noisy_estimate(script, seed, 0.0, 0.0) for seed, script in enumerate(SCRIPTS)]
+    report = confusion_report(estimates, SCRIPTS, Thresholds(0.01, 0.3, 0.5))
+    t_conf, r_conf = np.array(report["translation_confusion"]), np.array(report["rotation_confusion"])
+    assert t_conf.sum() == r_conf.sum() == report["transitions"] == 3 * 20
+    assert np.all(t_conf == np.diag(np.diag(t_conf))) and np.all(r_conf == np.diag(np.diag(r_conf)))
+    assert report["accuracy"]["full"] == 1.0
+    assert report["components"]["forward"]["recall"] == 1.0
+
+
+def test_calibration_videos_small_spec():
+    spec = CalibrationSpec(seeds=(5,), tracks=("combined",), num_steps=2, step_scales=(1.0, 1.5),
+                           resolution=(48, 40), degradations=("clean", "jpeg"))
+    videos = list(render_calibration_videos(spec))
+    assert len(videos) == 4  # 2 step scales x 2 degradations
+    clean, jpeg = videos[0], videos[1]
+    assert clean.frames.shape == (13, 40, 48, 3)  # 2 steps + 1 standing still -> 4 latents
+    assert clean.script == jpeg.script and clean.script.endswith("none-1")
+    assert not np.array_equal(clean.frames, jpeg.frames)
+    actions = clean.commanded()
+    assert len(actions) == 12 and all(a.label == 0 for a in actions[-4:])
+    assert all(a.is_translation and a.is_rotation for a in actions[:8])  # combined track
+    assert videos[2].steps.translation == pytest.approx(0.075) and videos[2].steps.degrees == pytest.approx(1.125)
+
+
+def test_degradations():
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)
+    assert degrade(frames, "clean") is frames
+    blurred = degrade(frames, "blur").astype(float)
+    assert np.abs(np.diff(blurred, axis=2)).mean() < 0.5 * np.abs(np.diff(frames.astype(float), axis=2)).mean()
+    assert np.array_equal(degrade(frames, "noise", seed=1), degrade(frames, "noise", seed=1))
+    assert degrade(frames, "jpeg").shape == frames.shape
+    with pytest.raises(ValueError, match="unknown degradation"):
+        degrade(frames, "fog")

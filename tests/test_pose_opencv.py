@@ -1,0 +1,193 @@
+"""The OpenCV pose estimator on small renders with known motion, plus its geometry pieces."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from wcbench.actions import (
+    StepSizes,
+    classify_relative_pose,
+    intrinsics_from_fov,
+    parse_script,
+    relative_pose,
+    rot_x,
+    rot_y,
+    script_trajectory,
+    yaw_pitch_deg,
+)
+from wcbench.pose import build_estimator, latent_windows
+from wcbench.pose import geometry as geo
+from wcbench.pose.calibration import degrade
+from wcbench.pose.deblock import detect_block_grid
+from wcbench.pose.opencv import OpenCVPoseEstimator, scale_intrinsics, working_size
+from wcbench.scenes.synthetic import build_scene, render_frames
+
+SIZE = 128
+REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
+
+
+def render(script_text: str, seed: int = 11, size: int = SIZE) -> tuple[np.ndarray, np.ndarray, list]:
+    script = parse_script(script_text)
+    poses = script_trajectory(script, StepSizes(0.05, 0.75))
+    scene = build_scene(seed, poses[:, :3, 3])
+    K = intrinsics_from_fov(size, size, 75.0)
+    return render_frames(scene, poses, K, size, size), K, script.frame_actions()
+
+
+def labels(estimate, thresholds) -> list[tuple[int, int]]:
+    poses = estimate.poses
+    return [classify_relative_pose(relative_pose(poses[f - 1], poses[f]), thresholds) for f in range(1, len(poses))]
+
+
+@pytest.fixture(scope="module")
+def estimator() -> OpenCVPoseEstimator:
+    return build_estimator("opencv")
+
+
+@pytest.mark.parametrize("script", ["w-2", "left-2", "d-2", "up-2", "s+right-2"])
+def test_commanded_motion_gets_its_label(estimator, script):
+    frames, K, actions = render(script)
+    estimate = estimator.estimate(frames, K=K)
+    assert estimate.units == "parallax"
+    expected = [(a.translation_label, a.rotation_label) for a in actions]
+    assert labels(estimate, estimator.thresholds) == expected
+
+
+def test_static_video_is_none_and_confident(estimator):
+    frames, K, _ = render("w-1")
+    still = np.repeat(frames[:1], 9, axis=0)
+    noisy = degrade(still, "noise", seed=1)
+    for video in (still, noisy):
+        estimate = estimator.estimate(video, K=K)
+        assert set(labels(estimate, estimator.thresholds)) == {(0, 0)}
+        assert np.all(estimate.confidence > 0.5)
+
+
+def test_shapes_confidence_and_odd_lengths(estimator):
+    frames, K, _ = render("w-2")  # 9 frames
+    for count in (1, 2, 7, 9):
+        estimate = estimator.estimate(frames[:count], K=K)
+        assert estimate.poses.shape == (count, 4, 4)
+        assert estimate.confidence.shape == (count,)
+        assert estimate.confidence[0] == 1.0
+        assert np.all((estimate.confidence >= 0) & (estimate.confidence <= 1))
+        np.testing.assert_allclose(estimate.poses[0], np.eye(4))
+    # a 7-frame video ends with a 2-transition window that still reads as forward
+    short = estimator.estimate(frames[:7], K=K)
+    assert [t for t, _ in labels(short, estimator.thresholds)] == [1] * 6
+
+
+def test_grayscale_and_fov_only(estimator):
+    frames, _, actions = render("right-2")
+    gray = np.stack([cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames])
+    estimate = estimator.estimate(gray, fov_deg=75.0)
+    assert [r for _, r in labels(estimate, estimator.thresholds)] == [a.rotation_label for a in actions]
+
+
+def test_textureless_video_has_low_confidence(estimator):
+    flat = np.full((9, 64, 64, 3), 128, np.uint8)
+    estimate = estimator.estimate(flat)
+    assert np.all(estimate.confidence[1:] == 0.0)
+    np.testing.assert_allclose(estimate.poses, np.tile(np.eye(4), (9, 1, 1)))
+
+
+def test_window_motion_is_spread_evenly(estimator):
+    frames, K, _ = render("right-2")
+    poses = estimator.estimate(frames, K=K).poses
+    yaws = [yaw_pitch_deg(relative_pose(poses[f - 1], poses[f])[:3, :3])[0] for f in range(1, 5)]
+    np.testing.assert_allclose(yaws, yaws[0], rtol=1e-6)
+    assert 0.5 < yaws[0] < 1.0  # commanded 0.75 deg per frame
+
+
+def test_working_size_and_intrinsics():
+    assert working_size(832, 480, 448, 120) == (448, 258)
+    assert working_size(1241, 376, 320, 120) == (396, 120)  # kept at least 120 px tall
+    assert working_size(160, 160, 448, 120) == (160, 160)  # never upscaled
+    K = intrinsics_from_fov(832, 480, 75.0)
+    half = scale_intrinsics(K, 0.5, 0.5)
+    assert half[0, 0] == pytest.approx(K[0, 0] / 2)
+    assert half[0, 2] == pytest.approx((K[0, 2] + 0.5) / 2 - 0.5)
+
+
+def test_latent_windows():
+    assert latent_windows(9) == [(0, 4), (4, 8)]
+    assert latent_windows(7) == [(0, 4), (4, 6)]
+    assert latent_windows(1) == []
+
+
+# ---------------------------------------------------------------- geometry
+
+def _synthetic_views(R: np.ndarray, t: np.ndarray, count: int = 300, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    points_a = np.column_stack([rng.uniform(-3, 3, count), rng.uniform(-1.5, 1.5, count), rng.uniform(2, 9, count)])
+    points_b = (points_a - t) @ R  # X_b = R^T (X_a - t)
+    return points_a / points_a[:, 2:], points_b / points_b[:, 2:]
+
+
+def test_fit_rotation_recovers_a_turn():
+    R = rot_y(3.0) @ rot_x(-2.0)
+    x1, x2 = _synthetic_views(R, np.zeros(3))
+    np.testing.assert_allclose(geo.fit_rotation(x1, x2, 1e-3), R, atol=1e-6)
+
+
+def test_planar_refinement_and_cheirality_recover_a_level_move():
+    R, t = rot_y(2.0), np.array([0.3, 0.0, -0.4])
+    x1, x2 = _synthetic_views(R, t)
+    Rs, ts, costs = geo.refine_planar_motion(x1, x2, np.eye(3)[None], np.radians([0.0, 90.0]),
+                                             np.array([0.0, 1.0, 0.0]), 1e-3)
+    R_est, t_dir = Rs[np.argmin(costs)], ts[np.argmin(costs)]
+    sign, share = geo.cheirality_sign(x1, x2, R_est, t_dir)
+    np.testing.assert_allclose(R_est, R, atol=1e-4)
+    np.testing.assert_allclose(sign * t_dir, t / np.linalg.norm(t), atol=1e-4)
+    assert share > 0.95
+
+
+def test_coherent_parallax_ignores_noise_but_not_translation():
+    rng = np.random.default_rng(1)
+    points = rng.uniform(0, 100, (400, 2))
+    noise = rng.normal(0, 0.5, (400, 2))
+    parallax = np.column_stack([points[:, 0] / 25.0, np.zeros(400)])  # smooth field, up to 4 px
+    assert geo.coherent_parallax(points, noise) < 0.3
+    assert geo.coherent_parallax(points, parallax + noise) > 1.0
+
+
+def test_block_grid_found_only_in_compressed_video():
+    frames, _, _ = render("left-2", size=96)
+    assert not detect_block_grid(list(frames[..., 0])).is_blocky
+    compressed = degrade(frames, "jpeg")
+    grid = detect_block_grid(list(compressed[..., 0]))
+    assert grid.is_blocky and grid.phase_x == 7 and grid.phase_y == 7
+
+
+# ---------------------------------------------------------------- real footage
+
+def _realvid_cases():
+    manifest = REALVID / "manifest.csv"
+    if not manifest.exists():
+        return []
+    with manifest.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.skipif(not (REALVID / "manifest.csv").exists(), reason="shared/realvid is not present")
+@pytest.mark.parametrize("row", _realvid_cases(), ids=lambda row: row["id"])
+def test_real_footage_directions(estimator, row):
+    from wcbench.video import read_video
+
+    frames = read_video(REALVID / row["video"])
+    estimate = estimator.estimate(frames, fov_deg=float(row["fov_deg"]))
+    steps = parse_script(row["actions"]).step_actions()
+    for (first, last), action in zip(latent_windows(len(frames)), steps):
+        rel = relative_pose(estimate.poses[first], estimate.poses[last])
+        t_label, _ = classify_relative_pose(rel, estimator.thresholds)
+        yaw, _ = yaw_pitch_deg(rel[:3, :3])
+        assert t_label == action.translation_label, f"window {first}-{last}"
+        if action.yaw:
+            assert np.sign(yaw) == action.yaw and abs(yaw) > 4 * estimator.thresholds.rotation_deg
+        else:
+            assert abs(yaw) < 4 * estimator.thresholds.rotation_deg

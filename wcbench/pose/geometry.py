@@ -1,0 +1,249 @@
+"""Two-view geometry for the OpenCV estimator: pure numpy, vectorised over points and starts.
+
+Conventions. A relative pose ``(R, t)`` maps camera-b coordinates into camera a
+(``X_a = R @ X_b + t``), as :func:`wcbench.actions.relative_pose` does: ``t`` is camera b's
+centre seen from a, and the columns of ``R`` are b's axes in a. Points are normalised image
+coordinates (``K^-1 @ pixel``) written as bearings ``(u, v, 1)``; with ``x1`` in a and ``x2``
+in b the epipolar constraint is ``x2 . E x1 = 0`` with ``E = R^T [t]_x``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_EYE3 = np.eye(3)
+
+
+def compute_bearings(points: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """Pixel points (N, 2) -> normalised bearings (N, 3) with z = 1 (lens distortion ignored)."""
+    u = (points[:, 0] - K[0, 2]) / K[0, 0]
+    v = (points[:, 1] - K[1, 2]) / K[1, 1]
+    return np.stack([u, v, np.ones_like(u)], axis=1)
+
+
+def skew(vectors: np.ndarray) -> np.ndarray:
+    """Cross-product matrices (..., 3, 3) of vectors (..., 3)."""
+    x, y, z = vectors[..., 0], vectors[..., 1], vectors[..., 2]
+    zero = np.zeros_like(x)
+    return np.stack([
+        np.stack([zero, -z, y], axis=-1),
+        np.stack([z, zero, -x], axis=-1),
+        np.stack([-y, x, zero], axis=-1),
+    ], axis=-2)
+
+
+def rodrigues(rotvecs: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of axis-angle vectors (..., 3)."""
+    angle = np.linalg.norm(rotvecs, axis=-1)[..., None, None]
+    small = angle < 1e-12
+    safe = np.where(small, 1.0, angle)
+    K = skew(rotvecs) / safe
+    sin, cos = np.sin(angle), np.cos(angle)
+    R = _EYE3 + sin * K + (1.0 - cos) * (K @ K)
+    return np.where(small, _EYE3 + skew(rotvecs), R)
+
+
+def rotation_vector(R: np.ndarray) -> np.ndarray:
+    """Axis-angle vector of one rotation matrix (inverse of :func:`rodrigues`)."""
+    cos = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(cos)
+    axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if angle < 1e-8:
+        return 0.5 * axis
+    if np.pi - angle < 1e-4:  # near 180 deg the antisymmetric part vanishes; use the symmetric part
+        column = np.argmax(np.diag(R))
+        axis = (R[:, column] + _EYE3[:, column]) / np.sqrt(2.0 * (1.0 + R[column, column]))
+        return axis * angle
+    return axis / (2.0 * np.sin(angle)) * angle
+
+
+def rotation_angle_deg(R: np.ndarray) -> float:
+    return float(np.degrees(np.arccos(np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0))))
+
+
+def project(bearings: np.ndarray) -> np.ndarray:
+    """Normalised image coordinates (..., 2) of bearings (..., 3)."""
+    z = bearings[..., 2:3]
+    return bearings[..., :2] / np.where(np.abs(z) < 1e-9, 1e-9, z)
+
+
+# ---------------------------------------------------------------- rotation-only model
+
+def fit_rotation(x1: np.ndarray, x2: np.ndarray, scale: float, iterations: int = 6) -> np.ndarray:
+    """Robust rotation ``R`` with ``x1 ~ R @ x2`` (a camera that only turns).
+
+    Weighted Kabsch on unit bearings with Cauchy weights of scale ``scale`` (normalised
+    units); the first pass keeps the better-fitting half so that parallax or outliers do
+    not drag the start.
+    """
+    b1 = x1 / np.linalg.norm(x1, axis=1, keepdims=True)
+    b2 = x2 / np.linalg.norm(x2, axis=1, keepdims=True)
+    weights = np.ones(len(b1))
+    R = _EYE3
+    for it in range(iterations):
+        H = (b1 * weights[:, None]).T @ b2
+        U, _, Vt = np.linalg.svd(H)
+        D = np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))])
+        R = U @ D @ Vt
+        residual = np.linalg.norm(b1 - b2 @ R.T, axis=1)
+        if it == 0:
+            weights = (residual <= np.median(residual)).astype(float)
+        else:
+            weights = 1.0 / (1.0 + (residual / scale) ** 2)
+    return R
+
+
+def compensated_parallax(x1: np.ndarray, x2: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Per-track image displacement (normalised units) left after undoing rotation ``R``:
+    zero for a camera that only turns, growing with translation / depth."""
+    return np.linalg.norm(project(x1) - project(x2 @ R.T), axis=1)
+
+
+def aperture_weighted(residuals: np.ndarray, tensors: np.ndarray) -> np.ndarray:
+    """Residual vectors (N, 2) with the part along each track's weak image direction scaled
+    down by sqrt(lambda_min / lambda_max) of its patch structure tensor.
+
+    ``tensors`` rows are ``cv2.cornerEigenValsAndVecs`` output (l1, l2, x1, y1, x2, y2). A
+    corner on stripes cannot see motion along the stripes (aperture problem); compression
+    blocks and noise drag it there, and unweighted that drag reads as parallax.
+    """
+    swap = tensors[:, 1] > tensors[:, 0]
+    strong = np.where(swap, tensors[:, 1], tensors[:, 0])
+    weak = np.where(swap, tensors[:, 0], tensors[:, 1])
+    v_strong = np.where(swap[:, None], tensors[:, 4:6], tensors[:, 2:4])
+    v_weak = np.where(swap[:, None], tensors[:, 2:4], tensors[:, 4:6])
+    ratio = np.sqrt(np.clip(weak / np.maximum(strong, 1e-12), 0.0, 1.0))
+    along_strong = np.einsum("ni,ni->n", residuals, v_strong)
+    along_weak = np.einsum("ni,ni->n", residuals, v_weak)
+    return along_strong[:, None] * v_strong + (ratio * along_weak)[:, None] * v_weak
+
+
+def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int = 6) -> float:
+    """Median over tracks of the length of the neighbourhood-median residual vector.
+
+    Parallax from translation is a smooth field over the image (neighbouring tracks lie on
+    the same surface); tracking noise is not, so the median over each track's nearest
+    neighbours keeps the first and cancels most of the second.
+    """
+    from scipy.spatial import cKDTree
+
+    if len(points) < 2:
+        return 0.0
+    k = min(neighbours + 1, len(points))
+    _, index = cKDTree(points).query(points, k=k)
+    smoothed = np.median(residuals[index[:, 1:]], axis=1)
+    return float(np.median(np.linalg.norm(smoothed, axis=1)))
+
+
+# ---------------------------------------------------------------- essential matrix
+
+def essential_from_pose(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``E = R^T [t]_x`` (batched over leading axes)."""
+    return np.swapaxes(R, -1, -2) @ skew(t)
+
+
+def sampson_residuals(E: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """Signed Sampson distances (S, N) of N correspondences under S essential matrices."""
+    Ex1 = np.matmul(x1, np.swapaxes(E, 1, 2))  # (S, N, 3); matmul is far faster than einsum here
+    Etx2 = np.matmul(x2, E)
+    algebraic = (Ex1 * x2).sum(axis=-1)
+    denom = Ex1[..., 0] ** 2 + Ex1[..., 1] ** 2 + Etx2[..., 0] ** 2 + Etx2[..., 1] ** 2
+    return algebraic / np.sqrt(np.maximum(denom, 1e-18))
+
+
+def pose_from_opencv(R_cv: np.ndarray, t_cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV's ``X_b = R_cv X_a + t_cv`` -> our ``X_a = R X_b + t``."""
+    R = R_cv.T
+    return R, -R @ np.ravel(t_cv)
+
+
+def cheirality_sign(x1: np.ndarray, x2: np.ndarray, R: np.ndarray, t: np.ndarray) -> tuple[int, float]:
+    """+1 if ``t`` puts most triangulated points in front of both cameras, -1 if ``-t`` does.
+
+    Solves ``d1 x1 - d2 (R x2) = t`` for the depths per point (2x2 normal equations); the
+    flipped translation negates both depths. Returns the sign and the winning share.
+    """
+    y2 = x2 @ R.T
+    a11 = np.einsum("ni,ni->n", x1, x1)
+    a12 = -np.einsum("ni,ni->n", x1, y2)
+    a22 = np.einsum("ni,ni->n", y2, y2)
+    r1 = x1 @ t
+    r2 = -(y2 @ t)
+    det = a11 * a22 - a12 * a12
+    ok = det > 1e-12
+    det = np.where(ok, det, 1.0)
+    d1 = (a22 * r1 - a12 * r2) / det
+    d2 = (a11 * r2 - a12 * r1) / det
+    front = np.count_nonzero(ok & (d1 > 0) & (d2 > 0))
+    behind = np.count_nonzero(ok & (d1 < 0) & (d2 < 0))
+    total = max(int(np.count_nonzero(ok)), 1)
+    return (1, front / total) if front >= behind else (-1, behind / total)
+
+
+# ---------------------------------------------------------------- 4-DoF refinement
+
+def horizontal_basis(down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Level forward and right axes (camera frame) for a camera whose world-down is ``down``."""
+    right = np.cross(down, [0.0, 0.0, 1.0])
+    if np.linalg.norm(right) < 1e-6:  # looking straight up or down: any level axis will do
+        right = np.array([1.0, 0.0, 0.0])
+    right /= np.linalg.norm(right)
+    forward = np.cross(right, down)
+    return forward / np.linalg.norm(forward), right
+
+
+def _planar_poses(R_base: np.ndarray, params: np.ndarray, forward: np.ndarray,
+                  right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    R = R_base @ rodrigues(params[..., :3])
+    az = params[..., 3:4]
+    return R, np.cos(az) * forward + np.sin(az) * right
+
+
+def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, azimuth_starts: np.ndarray,
+                         down: np.ndarray, scale: float, iterations: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rotation + level translation direction (4 DoF) minimising a Cauchy-robust Sampson cost.
+
+    The action space has no vertical translation, so the essential matrix's ground-plane
+    twin (vertical translation and a wrong pitch) cannot be represented here. All starts
+    (every rotation start x every azimuth) are refined together by damped Gauss-Newton with
+    a forward-difference Jacobian (5 batched cost evaluations per iteration).
+
+    Returns, per start, the refined rotations (S, 3, 3), unit translations (S, 3) (sign not
+    fixed: the cost is even in ``t``) and robust costs (S,).
+    """
+    forward, right = horizontal_basis(down)
+    n_rot, n_az = len(R_starts), len(azimuth_starts)
+    R_base = np.repeat(R_starts, n_az, axis=0)
+    params = np.zeros((n_rot * n_az, 4))
+    params[:, 3] = np.tile(azimuth_starts, n_rot)
+    damping = np.full(len(params), 1e-3)
+    step = 1e-6
+    perturb = np.vstack([np.zeros(4), step * np.eye(4)])  # (5, 4)
+
+    def residuals(p: np.ndarray, base: np.ndarray) -> np.ndarray:
+        R, t = _planar_poses(base, p, forward, right)
+        return sampson_residuals(essential_from_pose(R, t), x1, x2)
+
+    def cauchy_cost(r: np.ndarray) -> np.ndarray:
+        return np.log1p((r / scale) ** 2).sum(axis=-1)
+
+    cost = cauchy_cost(residuals(params, R_base))
+    for _ in range(iterations):
+        trial = (params[:, None, :] + perturb[None]).reshape(-1, 4)
+        r_all = residuals(trial, np.repeat(R_base, 5, axis=0)).reshape(len(params), 5, -1)
+        r0 = r_all[:, 0]
+        J = (r_all[:, 1:] - r0[:, None]) / step  # (S, 4, N)
+        w = 1.0 / (1.0 + (r0 / scale) ** 2)
+        JtW = J * w[:, None, :]
+        A = JtW @ np.swapaxes(J, 1, 2)
+        g = np.einsum("spn,sn->sp", JtW, r0)
+        A = A + damping[:, None, None] * (np.eye(4) * np.maximum(np.einsum("sii->si", A), 1e-12)[:, None, :])
+        delta = -np.linalg.solve(A, g[..., None])[..., 0]
+        candidate = params + delta
+        new_cost = cauchy_cost(residuals(candidate, R_base))
+        better = new_cost < cost
+        params = np.where(better[:, None], candidate, params)
+        cost = np.where(better, new_cost, cost)
+        damping = np.where(better, damping * 0.3, damping * 10.0)
+    R, t = _planar_poses(R_base, params, forward, right)
+    return R, t, cost

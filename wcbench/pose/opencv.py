@@ -1,0 +1,297 @@
+"""The default, weight-free camera-motion estimator (OpenCV + numpy, CPU).
+
+Motion is estimated once per latent window (frame 4k-4 -> 4k): actions change only at
+latent boundaries, so a window never straddles two actions, and four frames give enough
+parallax to read at small resolutions. Per window:
+
+1. track corners through the window (:mod:`wcbench.pose.tracking`);
+2. fit a rotation-only model (a camera that only turns) and measure the **coherent
+   parallax** it leaves: rotation-compensated residuals, with each track's weak (aperture)
+   direction down-weighted and smoothed over its nearest neighbours, median over tracks,
+   in pixels of the working image. Above a gate (``gate_px``, raised to ``noise_gate``
+   times the video's tracking noise on noisy or compressed video) the camera translated;
+   below, the rotation-only fit is the answer (the essential matrix is degenerate for a
+   turning camera: on a static clip its pose is nonsense);
+3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
+   rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
+4. 4-DoF refinement, rotation + level translation direction (rejects the ground-plane
+   twin), the translation sign from cheirality;
+5. the window's relative pose: the chosen rotation and a translation whose direction is
+   the refined one and whose **length is scale-free parallax**: the median
+   rotation-compensated image displacement of the tracks over the window, in normalised
+   image units (pixels / focal length), never less than the coherent parallax; for a
+   window judged not translating, the coherent parallax alone. ``units`` is ``"parallax"``.
+   The window's motion is spread evenly over its four transitions, so a per-frame
+   translation of 0.002 means the window moved image content by about 0.8 % of the focal
+   length beyond what its rotation explains.
+
+Frames are converted to gray, deblocked when a compression grid shows
+(:mod:`wcbench.pose.deblock`) and downscaled to a working size (long side ``max_side``,
+at least ``min_height`` tall, never upscaled) with the intrinsics scaled to match.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+
+import cv2
+import numpy as np
+
+from wcbench.actions import Thresholds
+from wcbench.pose import geometry as geo
+from wcbench.pose.base import (
+    PoseEstimate,
+    check_frames,
+    latent_windows,
+    poses_from_windows,
+    register_estimator,
+    resolve_intrinsics,
+    thresholds_or_config,
+)
+from wcbench.pose.deblock import BlockGrid, deblock, detect_block_grid
+from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
+
+_AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
+
+
+@dataclass(frozen=True)
+class OpenCVEstimatorConfig:
+    """Settings of the OpenCV estimator (pixel quantities are in the working image)."""
+
+    max_side: int = 448
+    min_height: int = 120
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    use_deblock: bool = True  # smooth compression-block edges when a coding grid is found
+    gate_px: float = 0.15  # coherent parallax above which a window translated, px ...
+    noise_gate: float = 1.4  # ... or above this many times the video's tracking noise, if larger
+    ransac_px: float = 1.0
+    robust_px: float = 1.0  # Cauchy scale of the rotation and 4-DoF fits
+    max_window_rotation_deg: float = 60.0
+    max_refine_points: int = 400  # the 4-DoF fit uses an even subsample of the tracks
+    min_tracks: int = 8
+    full_confidence_tracks: int = 60
+    num_workers: int = 1  # threads tracking windows in parallel (OpenCV releases the GIL)
+
+
+@dataclass
+class WindowMotion:
+    """One window's estimate: relative pose plus diagnostics."""
+
+    rel: np.ndarray  # (4, 4) pose of the window's last frame in its first frame's camera
+    coherent_px: float
+    is_moving: bool
+    confidence: float
+    num_tracks: int
+
+
+@dataclass
+class _Correspondences:
+    """What the parallel stage hands the sequential one for one window."""
+
+    tracks: WindowTracks
+    x1: np.ndarray  # bearings in the first frame (N, 3)
+    x2: np.ndarray  # bearings in the last frame (N, 3)
+    R_rot: np.ndarray  # rotation-only fit
+    coherent_px: float
+    R_essential: np.ndarray | None
+    t_essential: np.ndarray | None
+
+
+# ---------------------------------------------------------------- frames
+
+def working_size(width: int, height: int, max_side: int, min_height: int) -> tuple[int, int]:
+    """(width, height) of the working image: long side ``max_side`` but at least
+    ``min_height`` tall, never larger than the input."""
+    scale = min(1.0, max_side / max(width, height))
+    if height * scale < min_height:
+        scale = min(1.0, min_height / height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def scale_intrinsics(K: np.ndarray, sx: float, sy: float) -> np.ndarray:
+    """Intrinsics of an image resized by (sx, sy), pixel-centre convention of OpenCV."""
+    scaled = np.array(K, dtype=float)
+    scaled[0, 0] *= sx
+    scaled[0, 1] *= sx
+    scaled[1, 1] *= sy
+    scaled[0, 2] = (K[0, 2] + 0.5) * sx - 0.5
+    scaled[1, 2] = (K[1, 2] + 0.5) * sy - 0.5
+    return scaled
+
+
+def to_gray(frame: np.ndarray) -> np.ndarray:
+    """One frame as contiguous uint8 grayscale."""
+    gray = frame[..., 0] if frame.ndim == 3 and frame.shape[2] == 1 else frame
+    if gray.ndim == 3:
+        gray = cv2.cvtColor(np.ascontiguousarray(gray), cv2.COLOR_RGB2GRAY)
+    if gray.dtype != np.uint8:
+        gray = np.clip(gray, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(gray)
+
+
+def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True) -> list[np.ndarray]:
+    """Grayscale uint8 frames at the working size; compression blocks are smoothed at the
+    native resolution first when a coding grid is found."""
+    grays = [to_gray(frame) for frame in frames]
+    grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
+    out = []
+    for gray in grays:
+        gray = deblock(gray, grid)
+        if (gray.shape[1], gray.shape[0]) != size:
+            gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
+        out.append(gray)
+    return out
+
+
+# ---------------------------------------------------------------- per-window pieces
+
+def _structure_at(gray: np.ndarray, points: np.ndarray, window: int) -> np.ndarray:
+    """Structure-tensor eigen-decomposition (N, 6) of each point's tracking window."""
+    eigen = cv2.cornerEigenValsAndVecs(gray, window, 3)
+    xy = np.rint(points).astype(int)
+    return eigen[np.clip(xy[:, 1], 0, gray.shape[0] - 1), np.clip(xy[:, 0], 0, gray.shape[1] - 1)].astype(float)
+
+
+def _essential_pose(tracks: WindowTracks, K: np.ndarray,
+                    config: OpenCVEstimatorConfig) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Essential-matrix pose with the small-rotation decomposition (twisted pair rejected);
+    ``(None, None)`` when it cannot be fitted."""
+    if len(tracks.first) < 8:
+        return None, None
+    E, _ = cv2.findEssentialMat(tracks.first, tracks.last, K, method=cv2.USAC_ACCURATE, prob=0.999,
+                                threshold=config.ransac_px)
+    if E is None or E.shape[0] < 3:
+        return None, None
+    R1, R2, t_cv = cv2.decomposeEssentialMat(E[:3])
+    candidates = [geo.pose_from_opencv(R_cv, t_cv) for R_cv in (R1, R2)]
+    R, t = min(candidates, key=lambda pose: geo.rotation_angle_deg(pose[0]))
+    if geo.rotation_angle_deg(R) > config.max_window_rotation_deg:
+        return None, None
+    return R, t
+
+
+def _even_subset(count: int, limit: int) -> np.ndarray:
+    return np.arange(count) if count <= limit else np.linspace(0, count - 1, limit).astype(int)
+
+
+class OpenCVPoseEstimator:
+    """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
+
+    name = "opencv"
+    version = "1"
+    units = "parallax"
+
+    def __init__(self, thresholds: Thresholds | None = None, **options):
+        tracker_keys = {f.name for f in fields(TrackerConfig)}
+        config_keys = {f.name for f in fields(OpenCVEstimatorConfig)} - {"tracker"}
+        unknown = set(options) - tracker_keys - config_keys
+        if unknown:
+            raise TypeError(f"opencv estimator: unknown option(s) {sorted(unknown)}; "
+                            f"known: {sorted(tracker_keys | config_keys)}")
+        tracker = TrackerConfig(**{k: v for k, v in options.items() if k in tracker_keys})
+        self.config = OpenCVEstimatorConfig(tracker=tracker, **{k: v for k, v in options.items() if k in config_keys})
+        self.thresholds = thresholds_or_config(self.name, thresholds)
+
+    def estimate(self, frames: np.ndarray, K: np.ndarray | None = None,
+                 fov_deg: float | None = None) -> PoseEstimate:
+        """Per-frame poses (units ``parallax``, see the module doc) and confidences."""
+        frames = check_frames(frames)
+        height, width = frames.shape[1:3]
+        K_full = resolve_intrinsics(width, height, K, fov_deg)
+        size = working_size(width, height, self.config.max_side, self.config.min_height)
+        K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
+        grays = prepare_gray(frames, size, self.config.use_deblock)
+        motions = self.estimate_windows(grays, K_work)
+        estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
+                                      [m.confidence for m in motions])
+        estimate.units = self.units
+        return estimate
+
+    def estimate_windows(self, grays: list[np.ndarray], K: np.ndarray) -> list[WindowMotion]:
+        """Window motions of working-size grayscale frames, one per :func:`latent_windows`."""
+        jobs = [grays[first:last + 1] for first, last in latent_windows(len(grays))]
+        # 1. tracking and the tilt-free fits are independent per window: run them in parallel
+        if self.config.num_workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(self.config.num_workers) as pool:
+                matches = list(pool.map(lambda window: self._correspondences(window, K), jobs))
+        else:
+            matches = [self._correspondences(window, K) for window in jobs]
+        # 2. the level-translation fit needs the camera's tilt, chained window by window
+        #    (frame 0 is taken as level, as the action model defines it)
+        gate = self.moving_gate(matches)
+        motions, rotation = [], np.eye(3)
+        for match in matches:
+            motion = self._window_motion(match, K, gate, down=rotation.T @ np.array([0.0, 1.0, 0.0]))
+            rotation = rotation @ motion.rel[:3, :3]
+            motions.append(motion)
+        return motions
+
+    def moving_gate(self, matches: list[_Correspondences]) -> float:
+        """Coherent parallax (px) above which a window translated: ``gate_px``, raised on noisy
+        or compressed video to ``noise_gate`` times its tracking noise (the median gap between
+        chained and direct tracks over the video's windows)."""
+        gaps = [m.tracks.disagreement for m in matches if np.isfinite(m.tracks.disagreement)]
+        noise = float(np.median(gaps)) if gaps else 0.0
+        return max(self.config.gate_px, self.config.noise_gate * noise)
+
+    def _correspondences(self, window: list[np.ndarray], K: np.ndarray) -> _Correspondences:
+        tracks = track_window(window, self.config.tracker)
+        x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
+        if len(x1) < self.config.min_tracks:
+            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, None, None)
+        focal = K[0, 0]
+        R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
+        residual_px = (geo.project(x2 @ R_rot.T) - geo.project(x1)) * focal
+        tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
+        coherent_px = geo.coherent_parallax(tracks.first, geo.aperture_weighted(residual_px, tensors))
+        R_e, t_e = _essential_pose(tracks, K, self.config)
+        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, R_e, t_e)
+
+    def _level_motion(self, match: _Correspondences, scale: float,
+                      down: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rotation, signed unit translation and inlier mask of the 4-DoF fit, refined from
+        the rotation-only and essential-matrix rotations x several azimuths."""
+        R_starts = [match.R_rot] + ([match.R_essential] if match.R_essential is not None else [])
+        azimuths = _AZIMUTH_STARTS
+        if match.t_essential is not None:
+            forward, right = geo.horizontal_basis(down)
+            azimuths = np.append(azimuths, math.atan2(match.t_essential @ right, match.t_essential @ forward))
+        subset = _even_subset(len(match.x1), self.config.max_refine_points)
+        Rs, ts, costs = geo.refine_planar_motion(match.x1[subset], match.x2[subset], np.stack(R_starts), azimuths,
+                                                 down, scale)
+        best = int(np.argmin(costs))
+        R, t_dir = Rs[best], ts[best]
+        residuals = geo.sampson_residuals(geo.essential_from_pose(R, t_dir)[None], match.x1, match.x2)[0]
+        inliers = np.abs(residuals) < 3.0 * scale
+        sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
+        return R, sign * t_dir, inliers
+
+    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float, down: np.ndarray) -> WindowMotion:
+        config = self.config
+        num_tracks = len(match.x1)
+        if num_tracks < config.min_tracks:
+            return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
+        focal = K[0, 0]
+        scale = config.robust_px / focal
+        R_level, t_dir, inliers = self._level_motion(match, scale, down)
+        # translating: the 4-DoF pose; turning only: the rotation-only fit. The length never
+        # falls below the coherent parallax, so it orders windows as the decision does.
+        is_moving = match.coherent_px > gate
+        coherent = match.coherent_px / focal
+        if is_moving:
+            R = R_level
+            length = max(float(np.median(geo.compensated_parallax(match.x1, match.x2, R))), coherent)
+            inlier_share = float(np.mean(inliers))
+        else:
+            R, length = match.R_rot, coherent
+            inlier_share = float(np.mean(geo.compensated_parallax(match.x1, match.x2, R) < 3.0 * scale))
+        rel = np.eye(4)
+        rel[:3, :3] = R
+        rel[:3, 3] = length * t_dir
+        confidence = min(1.0, num_tracks / config.full_confidence_tracks) * inlier_share
+        return WindowMotion(rel, match.coherent_px, is_moving, confidence, num_tracks)
+
+
+register_estimator("opencv")(OpenCVPoseEstimator)
