@@ -1,0 +1,440 @@
+"""``wctrain pretrain``: supervised flow matching for tinywm on rendered synthetic trajectories.
+
+Data: random action scripts (``wcbench.suite.generate_script``) rendered in procedural rooms
+(``wcbench.scenes.synthetic``) with the suite's step sizes and field of view. The mix mirrors
+how real world models are trained: mostly basic actions (one component at a time), few
+combined ones, so the pretrained model follows basic actions clearly better than combined
+ones and RL has something to fix.
+
+Loop: sample windows (a context latent + a clip of latents) -> noise them at random flow times
+-> teacher-forced velocity -> MSE to ``noise - x0`` -> AdamW step -> EMA -> log -> checkpoint.
+Checkpoints are written atomically every ``checkpoint_every`` steps and a rerun of the same
+command resumes from the latest one. The EMA weights are what gets exported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from wcbench.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
+    script_trajectory
+from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.storage import write_json, write_text
+from wcbench.suite import Suite, generate_script, load_suite
+from wctrain.models.tinywm import TinyWM
+from wctrain.sampling import add_noise
+
+CONF_DIR = Path(__file__).parent / "conf"
+DATA_FORMAT_VERSION = 1  # bump when rendered training data would change
+
+
+# ---------------------------------------------------------------- config
+
+@dataclass
+class DataConfig:
+    """Rendered training trajectories."""
+
+    suite: str = "wc-mini"  # step sizes and field of view come from this suite
+    num_trajectories: int = 320
+    val_trajectories: int = 16
+    num_steps: int = 15  # latent steps per trajectory (4 * 15 + 1 = 61 frames)
+    basic_fraction: float = 0.95  # the rest are combined-track scripts
+    still_fraction: float = 0.05  # share of segments replaced by 'none' (standing still)
+    segment_steps: tuple[int, int] = (2, 6)  # latent steps per script segment, as the suites use
+    render_scale: float = 1.5  # render at this multiple of the model size, then area-downsample
+    seed: int = 0
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, logging and checkpointing."""
+
+    steps: int = 2400
+    batch_size: int = 8  # windows per step
+    clip_latents: int = 4  # latents per window (teacher-forced in parallel)
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    ema_decay: float = 0.995
+    context_noise: float = 0.05  # max std of noise added to context latents (robust autoregression)
+    logit_normal_mean: float = 0.5  # flow times sigma = sigmoid(N(mean, std)): > 0 favours high noise,
+    logit_normal_std: float = 1.0   # where the few-step sampler works and camera motion is decided
+    log_every: int = 20
+    val_every: int = 250
+    checkpoint_every: int = 250
+    time_limit_min: float | None = None  # stop (and export) early after this many minutes
+    seed: int = 0
+
+
+@dataclass
+class PretrainConfig:
+    run_dir: str = "/work/tinywm_runs/default"
+    export_dir: str | None = None  # save_pretrained the EMA model here at the end
+    model: dict[str, Any] = field(default_factory=dict)  # TinyWM constructor arguments
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def load_pretrain_config(overrides: list[str] | None = None) -> PretrainConfig:
+    """Compose ``wctrain/conf/pretrain.yaml`` with hydra ``key=value`` overrides."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose(config_name="pretrain", overrides=list(overrides or []))
+    return to_pretrain_config(cfg)
+
+
+def to_pretrain_config(cfg: Any) -> PretrainConfig:
+    """A PretrainConfig from a DictConfig / dict (unknown keys are an error)."""
+    if isinstance(cfg, PretrainConfig):
+        return cfg
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else dict(cfg)
+    known = {"run_dir", "export_dir", "model", "data", "train"}
+    unknown = set(raw) - known
+    if unknown:
+        raise ValueError(f"unknown pretrain setting(s) {sorted(unknown)}; known: {sorted(known)}")
+    return PretrainConfig(run_dir=str(raw.get("run_dir", PretrainConfig.run_dir)), export_dir=raw.get("export_dir"),
+                          model=dict(raw.get("model") or {}), data=DataConfig(**(raw.get("data") or {})),
+                          train=TrainConfig(**(raw.get("train") or {})))
+
+
+# ---------------------------------------------------------------- data
+
+@dataclass
+class TrajectoryData:
+    """Latent-aligned videos: ``frames[n, 4j:4j+4]`` are latent j (latent 0 = the start image x4).
+
+    frames: (N, 4 * (S + 1), H, W, 3) uint8; actions: (N, S + 1, 4) float signs per latent
+    (row 0 unused); tracks: (N,) 'basic' / 'combined'.
+    """
+
+    frames: np.ndarray
+    actions: np.ndarray
+    tracks: np.ndarray
+
+    @property
+    def num_latents(self) -> int:
+        return self.actions.shape[1]
+
+
+def sample_script(rng: np.random.Generator, data: DataConfig, suite: Suite) -> tuple[str, Script]:
+    """A training script: a basic or combined track script, some segments made 'none'."""
+    track = "basic" if rng.random() < data.basic_fraction else "combined"
+    text = generate_script(rng, track, data.num_steps, suite.step_degrees, tuple(data.segment_steps))
+    segments = [Segment(Action(), seg.count) if rng.random() < data.still_fraction else seg
+                for seg in parse_script(text).segments]
+    return track, Script(tuple(segments))
+
+
+def render_trajectory(script: Script, scene_seed: int, suite: Suite, size: tuple[int, int],
+                      render_scale: float) -> np.ndarray:
+    """Render a script's frames at ``render_scale`` x ``size`` and area-downsample to ``size``
+    (what the wcbench adapter does to the suite's start image)."""
+    poses = script_trajectory(script, suite.steps)
+    scene = build_scene(scene_seed, poses[:, :3, 3])
+    width, height = round(size[0] * render_scale), round(size[1] * render_scale)
+    K = intrinsics_from_fov(width, height, suite.fov_deg)
+    frames = render_frames(scene, poses, K, width, height)
+    if render_scale == 1:
+        return frames
+    return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
+
+
+def render_dataset(data: DataConfig, size: tuple[int, int], count: int, seed_offset: int,
+                   progress: Any = None) -> TrajectoryData:
+    """Render ``count`` trajectories; scene seeds are drawn far from any suite's usual range."""
+    suite = load_suite(data.suite)
+    frames, actions, tracks = [], [], []
+    task = progress.add_task(f"render data (seed offset {seed_offset})", total=count, status="") if progress else None
+    for index in range(count):
+        rng = np.random.default_rng([data.seed, seed_offset, index])
+        track, script = sample_script(rng, data, suite)
+        video = render_trajectory(script, int(rng.integers(2**31)), suite, size, data.render_scale)
+        aligned = np.concatenate([np.repeat(video[:1], FRAMES_PER_LATENT, axis=0), video[1:]])
+        signs = np.zeros((script.num_steps + 1, 4), np.float32)
+        signs[1:] = [[a.forward, a.right, a.yaw, a.pitch] for a in script.step_actions()]
+        frames.append(aligned)
+        actions.append(signs)
+        tracks.append(track)
+        if progress:
+            progress.advance(task)
+    return TrajectoryData(np.stack(frames), np.stack(actions), np.array(tracks))
+
+
+def load_or_render_dataset(run_dir: Path, data: DataConfig, size: tuple[int, int], split: str,
+                           progress: Any = None) -> TrajectoryData:
+    """Rendered data cached in ``run_dir`` under a hash of everything that shapes it."""
+    count, offset = (data.num_trajectories, 0) if split == "train" else (data.val_trajectories, 1)
+    key = json.dumps({"data": asdict(data), "size": size, "split": split, "format": DATA_FORMAT_VERSION},
+                     sort_keys=True)
+    path = run_dir / f"data-{split}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.npz"
+    if path.exists():
+        with np.load(path) as stored:
+            return TrajectoryData(stored["frames"], stored["actions"], stored["tracks"])
+    dataset = render_dataset(data, size, count, offset, progress)
+    tmp = path.with_suffix(".partial.npz")
+    np.savez(tmp, frames=dataset.frames, actions=dataset.actions, tracks=dataset.tracks)
+    os.replace(tmp, path)
+    return dataset
+
+
+@dataclass
+class Batch:
+    """Training windows: context latents' frames, the clip's frames and its per-frame actions.
+
+    prefix: (B, 4 * P, 3, H, W) and clip: (B, 4 * L, 3, H, W) floats in [0, 1];
+    actions: (B, 4 * L, 4).
+    """
+
+    prefix: torch.Tensor
+    clip: torch.Tensor
+    actions: torch.Tensor
+
+
+def sample_batch(data: TrajectoryData, rng: np.random.Generator, batch_size: int, clip_latents: int,
+                 context_latents: int) -> Batch:
+    """Random windows: clip latents k0..k0+L-1 (k0 >= 1) and the ``context_latents`` before them
+    (latent indices below 0 repeat the start latent, as ``TinyWM.build_context`` does)."""
+    fpl = FRAMES_PER_LATENT
+    clip_latents = min(clip_latents, data.num_latents - 1)
+    prefixes, clips, actions = [], [], []
+    for _ in range(batch_size):
+        n = int(rng.integers(len(data.frames)))
+        k0 = int(rng.integers(1, data.num_latents - clip_latents + 1))
+        context = [max(k, 0) for k in range(k0 - context_latents, k0)]
+        prefixes.append(np.concatenate([data.frames[n, fpl * k:fpl * k + fpl] for k in context]))
+        clips.append(data.frames[n, fpl * k0:fpl * (k0 + clip_latents)])
+        actions.append(np.repeat(data.actions[n, k0:k0 + clip_latents], fpl, axis=0))
+
+    def to_tensor(frames: list[np.ndarray]) -> torch.Tensor:
+        return torch.from_numpy(np.stack(frames)).permute(0, 1, 4, 2, 3).float() / 255.0
+
+    return Batch(to_tensor(prefixes), to_tensor(clips), torch.from_numpy(np.stack(actions)))
+
+
+# ---------------------------------------------------------------- loss
+
+def flow_matching_loss(model: TinyWM, batch: Batch, generator: torch.Generator, context_noise: float = 0.0,
+                       logit_normal_mean: float = 0.0, logit_normal_std: float = 1.0) -> torch.Tensor:
+    """Teacher-forced conditional flow-matching loss.
+
+    One flow time per latent, ``sigma = sigmoid(N(logit_normal_mean, logit_normal_std))``; the
+    squared velocity error to ``noise - x0`` is weighted by ``sigma^2``, which makes it the
+    squared error of the implied clean latent ``x_t - sigma v`` (equal weight at every noise
+    level rather than the plain velocity loss's emphasis on near-clean inputs, which the
+    few-step sampler never visits). Context latents get a little noise so the model tolerates
+    its own imperfect frames when it rolls out autoregressively."""
+    prefix, clip = model.encode(batch.prefix), model.encode(batch.clip)
+    noise = torch.randn(clip.shape, generator=generator)
+    sigma = torch.sigmoid(logit_normal_mean + logit_normal_std * torch.randn(clip.shape[:2], generator=generator))
+    x_t = add_noise(clip, noise, sigma)
+    if context_noise > 0:
+        prefix = degrade_context(model, prefix, context_noise, generator)
+        context_clip = degrade_context(model, clip, context_noise, generator)
+    else:
+        context_clip = clip
+    ctx = model.build_context(prefix, context_clip)
+    prediction = model.velocity(x_t, sigma, ctx, batch.actions)
+    weight = sigma.square()[:, :, None, None, None]
+    return (weight * (prediction - (noise - clip)).square()).mean()
+
+
+def degrade_context(model: TinyWM, latents: torch.Tensor, noise_level: float,
+                    generator: torch.Generator) -> torch.Tensor:
+    """Context latents as the model's own output may look: blurred by a random amount (a
+    3x3 binomial blur mixed in with weight U(0, 1)) plus Gaussian noise of std U(0, noise_level),
+    one draw per sample."""
+    batch, num_latents = latents.shape[:2]
+    frames = model.decode(latents).flatten(0, 2)[:, None]  # (B * T * 3, 1, H, W)
+    taps = torch.tensor([1.0, 2.0, 1.0])
+    kernel = (taps[:, None] * taps[None, :] / 16.0)[None, None]
+    blurred = F.conv2d(F.pad(frames, (1, 1, 1, 1), mode="replicate"), kernel)
+    mix = torch.rand(batch, 1, 1, 1, 1, generator=generator)
+    frames = frames.reshape(batch, -1, *frames.shape[-2:])
+    blurred = blurred.reshape(frames.shape)
+    frames = (1 - mix[:, :, 0]) * frames + mix[:, :, 0] * blurred
+    degraded = model.encode(frames.reshape(batch, num_latents * model.frames_per_latent, 3, *frames.shape[-2:]))
+    level = noise_level * torch.rand(batch, 1, 1, 1, 1, generator=generator)
+    return degraded + level * torch.randn(degraded.shape, generator=generator)
+
+
+def lr_at(step: int, train: TrainConfig) -> float:
+    """Linear warm-up, then cosine decay to ``min_lr_ratio * lr``."""
+    if step < train.warmup_steps:
+        return train.lr * (step + 1) / train.warmup_steps
+    progress = min(1.0, (step - train.warmup_steps) / max(1, train.steps - train.warmup_steps))
+    return train.lr * (train.min_lr_ratio + (1 - train.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+# ---------------------------------------------------------------- checkpoints
+
+@dataclass
+class TrainState:
+    model: TinyWM
+    ema: TinyWM
+    optimizer: torch.optim.Optimizer
+    batch_rng: np.random.Generator
+    noise_generator: torch.Generator
+    step: int = 0
+    elapsed_s: float = 0.0
+
+
+def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
+    """Write ``checkpoint-<step>/`` atomically (temp folder + rename), then point ``latest`` at it."""
+    final = run_dir / f"checkpoint-{state.step:07d}"
+    tmp = Path(tempfile.mkdtemp(prefix=".checkpoint-", dir=run_dir))
+    state.model.save_pretrained(tmp / "model")
+    state.ema.save_pretrained(tmp / "ema")
+    torch.save({"optimizer": state.optimizer.state_dict(), "step": state.step, "elapsed_s": state.elapsed_s,
+                "batch_rng": state.batch_rng.bit_generator.state,
+                "noise_generator": state.noise_generator.get_state()}, tmp / "training_state.pt")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    write_text(run_dir / "latest", final.name + "\n")
+    for old in sorted(run_dir.glob("checkpoint-*"))[:-keep]:
+        shutil.rmtree(old)
+    return final
+
+
+def load_checkpoint(run_dir: Path, state: TrainState) -> bool:
+    """Restore ``state`` from the latest checkpoint in ``run_dir``; False when there is none."""
+    pointer = run_dir / "latest"
+    if not pointer.exists():
+        return False
+    folder = run_dir / pointer.read_text().strip()
+    state.model.load_state_dict(TinyWM.from_pretrained(folder / "model").state_dict())
+    state.ema.load_state_dict(TinyWM.from_pretrained(folder / "ema").state_dict())
+    stored = torch.load(folder / "training_state.pt", weights_only=False)
+    state.optimizer.load_state_dict(stored["optimizer"])
+    state.batch_rng.bit_generator.state = stored["batch_rng"]
+    state.noise_generator.set_state(stored["noise_generator"])
+    state.step, state.elapsed_s = stored["step"], stored["elapsed_s"]
+    return True
+
+
+@torch.no_grad()
+def update_ema(ema: TinyWM, model: TinyWM, decay: float) -> None:
+    for ema_param, param in zip(ema.parameters(), model.parameters()):
+        ema_param.lerp_(param, 1.0 - decay)
+
+
+@torch.no_grad()
+def validation_loss(model: TinyWM, batches: list[Batch], seed: int = 1234) -> float:
+    """Mean loss on fixed batches with fixed noise (comparable across steps)."""
+    generator = torch.Generator().manual_seed(seed)
+    return float(np.mean([flow_matching_loss(model, batch, generator, logit_normal_mean=0.5).item()
+                          for batch in batches]))
+
+
+# ---------------------------------------------------------------- loop
+
+def pretrain(cfg: Any) -> Path:
+    """Run (or resume) pretraining; returns the folder of the exported EMA model.
+
+    ``cfg``: a :class:`PretrainConfig`, or the DictConfig from :func:`load_pretrain_config`.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    cfg = to_pretrain_config(cfg)
+    train = cfg.train
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True)
+    torch.manual_seed(train.seed)  # weight initialisation
+
+    # 1. setup: model, EMA copy, optimiser, data, random streams
+    model = TinyWM(**cfg.model)
+    ema = TinyWM(**cfg.model)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+    state = TrainState(model, ema, optimizer, np.random.default_rng([train.seed, 1]),
+                       torch.Generator().manual_seed(train.seed))
+    write_json(run_dir / "config.json", asdict(cfg) | {"model": dict(model.config)})
+
+    def progress_bar() -> Progress:
+        return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                        console=console)
+
+    with progress_bar() as progress:
+        size = model.resolution
+        train_data = load_or_render_dataset(run_dir, cfg.data, size, "train", progress)
+        val_data = load_or_render_dataset(run_dir, cfg.data, size, "val", progress)
+    val_rng = np.random.default_rng(4321)
+    val_batches = [sample_batch(val_data, val_rng, train.batch_size, train.clip_latents,
+                                model.config.context_latents) for _ in range(4)]
+    if load_checkpoint(run_dir, state):
+        console.print(f"resumed {run_dir} at step {state.step}")
+    metrics_path = run_dir / "metrics.jsonl"
+
+    # 2. loop: batch -> loss -> step -> EMA -> log -> checkpoint
+    started = time.perf_counter() - state.elapsed_s
+    running = None
+    with progress_bar() as progress:
+        task = progress.add_task("pretrain tinywm", total=train.steps, completed=state.step, status="")
+        while state.step < train.steps:
+            batch = sample_batch(train_data, state.batch_rng, train.batch_size, train.clip_latents,
+                                 model.config.context_latents)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(state.step, train)
+            loss = flow_matching_loss(model, batch, state.noise_generator, train.context_noise,
+                                      train.logit_normal_mean, train.logit_normal_std)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
+            optimizer.step()
+            update_ema(ema, model, train.ema_decay if state.step >= train.warmup_steps else 0.0)
+            state.step += 1
+            state.elapsed_s = time.perf_counter() - started
+            running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+            progress.update(task, advance=1, status=f"loss {running:.4f}")
+            record: dict[str, Any] = {}
+            if state.step % train.log_every == 0:
+                record = {"step": state.step, "loss": loss.item(), "loss_avg": running,
+                          "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1)}
+            is_out_of_time = train.time_limit_min is not None and state.elapsed_s > 60 * train.time_limit_min
+            is_last = state.step == train.steps or is_out_of_time
+            if state.step % train.val_every == 0 or is_last:
+                record = record or {"step": state.step, "loss_avg": running, "elapsed_s": round(state.elapsed_s, 1)}
+                record["val_loss_ema"] = validation_loss(ema, val_batches)
+                progress.console.print(f"step {state.step}: train {running:.4f}  val(EMA) {record['val_loss_ema']:.4f}")
+            if record:
+                with metrics_path.open("a") as handle:
+                    handle.write(json.dumps(record) + "\n")
+            if state.step % train.checkpoint_every == 0 or is_last:
+                save_checkpoint(run_dir, state)
+            if is_out_of_time:
+                progress.console.print(f"time limit {train.time_limit_min} min reached at step {state.step}")
+                break
+
+    # 3. export the EMA weights
+    export = Path(cfg.export_dir) if cfg.export_dir else run_dir / "final"
+    ema.save_pretrained(export)
+    write_json(export / "pretrain_info.json", {
+        "steps": state.step, "elapsed_s": round(state.elapsed_s, 1), "final_loss_avg": running,
+        "val_loss_ema": validation_loss(ema, val_batches), "config": asdict(cfg),
+        "torch_threads": torch.get_num_threads()})
+    console.print(f"exported EMA weights to {export}")
+    return export
