@@ -12,7 +12,6 @@ are resolved here too.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -21,6 +20,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 from wcbench.actions import Action, StepSizes
+from wcbench.registry import Registry
 
 
 @dataclass
@@ -59,32 +59,18 @@ class WorldModel(Protocol):
 
 
 ModelFactory = Callable[..., WorldModel]
-_REGISTRY: dict[str, ModelFactory] = {}
+MODELS: Registry[WorldModel] = Registry("model", builtins=("wcbench.models.oracle", "wcbench.models.videos"))
+register_model = MODELS.register
 
 
-def register_model(name: str) -> Callable[[ModelFactory], ModelFactory]:
-    """Decorator: make a factory available as ``--model NAME``."""
-
-    def decorate(factory: ModelFactory) -> ModelFactory:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ValueError(f"model name {name!r} is registered twice")
-        _REGISTRY[name] = factory
-        return factory
-
-    return decorate
-
-
-def _load_builtins_and_entry_points() -> None:
-    importlib.import_module("wcbench.models.oracle")
-    importlib.import_module("wcbench.models.videos")
+def _load_entry_points() -> None:
     for entry in entry_points(group="wcbench.models"):
-        if entry.name not in _REGISTRY:
-            _REGISTRY[entry.name] = entry.load()
+        MODELS.add_if_absent(entry.name, entry.load())
 
 
 def available_models() -> list[str]:
-    _load_builtins_and_entry_points()
-    return sorted(_REGISTRY)
+    _load_entry_points()
+    return MODELS.names()
 
 
 def _import_factory(spec: str) -> ModelFactory:
@@ -109,13 +95,8 @@ def build_model(spec: str, **options: Any) -> WorldModel:
     if ":" in spec:
         factory = _import_factory(spec)
     else:
-        _load_builtins_and_entry_points()
-        if spec not in _REGISTRY:
-            close = difflib.get_close_matches(spec, list(_REGISTRY), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown model {spec!r}.{hint} Known: {', '.join(sorted(_REGISTRY))}; "
-                             "or give videos:DIR or package.module:Factory")
-        factory = _REGISTRY[spec]
+        _load_entry_points()
+        factory = MODELS.get(spec, hint="; or give videos:DIR or package.module:Factory")
     model = factory(**options)
     missing = [attr for attr in ("name", "frames_per_clip", "resolution", "fps", "reset", "step")
                if not hasattr(model, attr)]

@@ -12,15 +12,15 @@ horizontal field of view of :data:`DEFAULT_FOV_DEG` (75 deg, the built-in suites
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
-from importlib import import_module, resources
+from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import yaml
 
+from wcbench.registry import Registry
 from wcbench.actions import FRAMES_PER_LATENT, Thresholds, intrinsics_from_fov
 from wcbench.storage import write_text
 
@@ -194,28 +194,14 @@ def save_estimator_thresholds(name: str, thresholds: Thresholds, path: str | Pat
 
 # ---------------------------------------------------------------- registry
 
-EstimatorFactory = Callable[..., PoseEstimator]
-_REGISTRY: dict[str, EstimatorFactory] = {}
-_BUILTIN_MODULES = ("wcbench.pose.opencv", "wcbench.pose.gt", "wcbench.pose.learned")
 DEFAULT_ESTIMATOR = "opencv"
-
-
-def register_estimator(name: str) -> Callable[[EstimatorFactory], EstimatorFactory]:
-    """Decorator: make an estimator class or factory available to :func:`build_estimator`."""
-
-    def decorate(factory: EstimatorFactory) -> EstimatorFactory:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ValueError(f"estimator name {name!r} is registered twice")
-        _REGISTRY[name] = factory
-        return factory
-
-    return decorate
+ESTIMATORS: Registry[PoseEstimator] = Registry(
+    "pose estimator", builtins=("wcbench.pose.opencv", "wcbench.pose.gt", "wcbench.pose.learned"))
+register_estimator = ESTIMATORS.register
 
 
 def available_estimators() -> list[str]:
-    for module in _BUILTIN_MODULES:
-        import_module(module)
-    return sorted(_REGISTRY)
+    return ESTIMATORS.names()
 
 
 def build_estimator(name: str = DEFAULT_ESTIMATOR, **options: Any) -> PoseEstimator:
@@ -223,12 +209,7 @@ def build_estimator(name: str = DEFAULT_ESTIMATOR, **options: Any) -> PoseEstima
 
     ``options`` go to its constructor; ``thresholds=Thresholds(...)`` overrides the YAML ones.
     """
-    known = available_estimators()
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown pose estimator {name!r}.{hint} Known: {', '.join(known)}")
-    return _REGISTRY[name](**options)
+    return ESTIMATORS.build(name, **options)
 
 
 def thresholds_or_config(name: str, thresholds: Thresholds | None) -> Thresholds:

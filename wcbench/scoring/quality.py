@@ -41,12 +41,12 @@ to a 256-pixel longer side.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from wcbench.registry import Registry
 from wcbench.scoring import vq_terms
 from wcbench.scoring.brisque import compute_brisque_features, load_brisque_model, to_gray
 
@@ -71,34 +71,18 @@ class QualityScorer(Protocol):
         """(T, H, W, 3) uint8 RGB frames (and the case caption) -> per-frame quality."""
 
 
-ScorerFactory = Callable[..., QualityScorer]
-_REGISTRY: dict[str, ScorerFactory] = {}
-
-
-def register_quality_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
-    """Decorator: make a scorer factory available to ``build_quality_scorer(name)``."""
-
-    def decorate(factory: ScorerFactory) -> ScorerFactory:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ValueError(f"quality scorer name {name!r} is registered twice")
-        _REGISTRY[name] = factory
-        return factory
-
-    return decorate
+SCORERS: Registry[QualityScorer] = Registry("quality scorer")
+register_quality_scorer = SCORERS.register
 
 
 def available_quality_scorers() -> list[str]:
     """Names ``build_quality_scorer`` accepts."""
-    return sorted(_REGISTRY)
+    return SCORERS.names()
 
 
 def build_quality_scorer(name: str = "default", **options: Any) -> QualityScorer:
     """Build a registered quality scorer; ``options`` go to its constructor."""
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown quality scorer {name!r}.{hint} Known: {', '.join(available_quality_scorers())}")
-    return _REGISTRY[name](**options)
+    return SCORERS.build(name, **options)
 
 
 def clip_vq(result: QualityResult, frame_slice: slice | tuple[int, int] | np.ndarray) -> float:
