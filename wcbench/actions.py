@@ -367,9 +367,10 @@ def trajectory_from_actions(frame_actions: list[Action], steps: StepSizes,
                             start: np.ndarray | None = None) -> np.ndarray:
     """Per-frame camera-to-world poses (N+1, 4, 4) from per-transition actions.
 
-    Each transition turns by ``steps.degrees`` on the commanded axes and moves by
-    ``steps.translation`` in the horizontal plane of the previous heading, so the relative
-    motion between consecutive frames is exactly the commanded action.
+    Each transition moves by ``steps.translation`` along the previous camera's own axes (as
+    WorldPlay's local trajectories do: ``w`` while looking up also rises) and then turns by
+    ``steps.degrees`` on the commanded axes, so the relative motion between consecutive
+    frames is exactly the commanded action in the camera frame.
     """
     pose = np.eye(4) if start is None else np.asarray(start, dtype=float).copy()
     forward = pose[:3, 2]
@@ -378,11 +379,10 @@ def trajectory_from_actions(frame_actions: list[Action], steps: StepSizes,
     position = pose[:3, 3].copy()
     poses = [pose]
     for action in frame_actions:
-        heading = rot_y(yaw)
         move = np.array([action.right, 0.0, action.forward], dtype=float)
         if action.forward and action.right:
             move /= math.sqrt(2.0)
-        position = position + heading @ move * steps.translation
+        position = position + camera_rotation(yaw, pitch) @ move * steps.translation
         yaw += action.yaw * steps.degrees
         pitch += action.pitch * steps.degrees
         pose = np.eye(4)

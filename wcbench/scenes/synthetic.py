@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-RENDERER_VERSION = 1  # bump whenever rendered pixels change
+RENDERER_VERSION = 2  # bump whenever rendered pixels change (2: camera-frame translation)
 TEXTURE_SIZE = 128
 _MIP_LEVELS = 5
 _PAD = 2  # wrap padding around each atlas tile so bilinear taps never bleed across tiles
@@ -131,7 +131,8 @@ def build_scene(seed: int, keep_free: np.ndarray | None = None, clearance: float
     for _ in range(4):
         textures.append(_texture(rng, str(rng.choice(_MATERIALS)), palette_names[rng.integers(len(palette_names))]))
 
-    floor_y, ceiling_y = 1.5, -2.6  # y points down: the floor is below the camera
+    # y points down: the floor is 1.5 below the lowest camera position, the ceiling 2.6 above the highest
+    floor_y, ceiling_y = points[:, 1].max() + 1.5, points[:, 1].min() - 2.6
     margin = rng.uniform(3.5, 6.0)
     lo = np.array([points[:, 0].min() - margin, ceiling_y, points[:, 2].min() - margin])
     hi = np.array([points[:, 0].max() + margin, floor_y, points[:, 2].max() + margin])
@@ -144,7 +145,7 @@ def build_scene(seed: int, keep_free: np.ndarray | None = None, clearance: float
         size = rng.uniform([0.3, 0.4, 0.3], [1.4, 3.2, 1.4])
         centre = rng.uniform(lo + size / 2 + 0.05, hi - size / 2 - 0.05)
         is_floating = rng.random() < 0.25
-        y_hi = floor_y if not is_floating else rng.uniform(-0.5, 1.0)
+        y_hi = floor_y if not is_floating else floor_y - rng.uniform(0.5, 2.0)
         b_lo = np.array([centre[0] - size[0] / 2, y_hi - size[1], centre[2] - size[2] / 2])
         b_hi = np.array([centre[0] + size[0] / 2, y_hi, centre[2] + size[2] / 2])
         nearest = np.clip(points, b_lo, b_hi)
