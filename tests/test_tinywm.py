@@ -212,3 +212,28 @@ def test_shipped_checkpoint_loads_by_default_and_is_small():
     assert public_config(adapter.model) == public_config(load_tinywm(DEFAULT_CHECKPOINT))
     adapter.reset(np.zeros((64, 64, 3), np.uint8), "", seed=0)
     assert adapter.step([Action(yaw=1)]).shape == (4, 64, 64, 3)
+
+
+@pytest.mark.skipif(not (DEFAULT_CHECKPOINT / "config.json").exists(), reason="no shipped checkpoint yet")
+def test_shipped_checkpoint_moves_the_picture_the_commanded_way():
+    """Turning right moves the picture left, turning left moves it right, looking up moves it down
+    (measured by phase correlation on native 64x64 frames of an unseen scene)."""
+    import cv2
+
+    from wcbench.actions import intrinsics_from_fov
+    from wcbench.scenes.synthetic import build_scene
+
+    scene = build_scene(seed=4242)
+    image = scene.render(np.eye(4), intrinsics_from_fov(64, 64, 75.0), 64, 64)
+
+    def shift(action: Action) -> tuple[float, float]:
+        adapter = TinyWMWorldModel(upsample=False)
+        first = adapter.reset(image, "", seed=0)
+        last = adapter.step([action] * 3)[-1]
+        gray = [cv2.cvtColor(f, cv2.COLOR_RGB2GRAY).astype(np.float32) for f in (first, last)]
+        (dx, dy), _ = cv2.phaseCorrelate(gray[0], gray[1])
+        return dx, dy
+
+    # 3 latent steps of 3 degrees: about 6.5 px at 64 px and a 75 degree field of view
+    assert shift(Action(yaw=1))[0] < -3 and shift(Action(yaw=-1))[0] > 3
+    assert shift(Action(pitch=1))[1] > 3 and abs(shift(Action())[0]) < 1

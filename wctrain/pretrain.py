@@ -7,7 +7,8 @@ combined ones, so the pretrained model follows basic actions clearly better than
 ones and RL has something to fix.
 
 Loop: sample windows (a context latent + a clip of latents) -> noise them at random flow times
--> teacher-forced velocity -> MSE to ``noise - x0`` -> AdamW step -> EMA -> log -> checkpoint.
+-> teacher-forced velocity -> sigma^2-weighted squared error to ``noise - x0`` (the clean
+latent's squared error) -> AdamW step -> EMA -> log -> checkpoint.
 Checkpoints are written atomically every ``checkpoint_every`` steps and a rerun of the same
 command resumes from the latest one. The EMA weights are what gets exported.
 """
@@ -32,7 +33,7 @@ import torch.nn.functional as F
 
 from wcbench.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
     script_trajectory
-from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
 from wcbench.storage import write_json, write_text
 from wcbench.suite import Suite, generate_script, load_suite
 from wctrain.models.tinywm import TinyWM
@@ -183,8 +184,8 @@ def load_or_render_dataset(run_dir: Path, data: DataConfig, size: tuple[int, int
                            progress: Any = None) -> TrajectoryData:
     """Rendered data cached in ``run_dir`` under a hash of everything that shapes it."""
     count, offset = (data.num_trajectories, 0) if split == "train" else (data.val_trajectories, 1)
-    key = json.dumps({"data": asdict(data), "size": size, "split": split, "format": DATA_FORMAT_VERSION},
-                     sort_keys=True)
+    key = json.dumps({"data": asdict(data), "size": size, "split": split, "format": DATA_FORMAT_VERSION,
+                      "renderer": RENDERER_VERSION}, sort_keys=True)
     path = run_dir / f"data-{split}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.npz"
     if path.exists():
         with np.load(path) as stored:
@@ -338,10 +339,11 @@ def update_ema(ema: TinyWM, model: TinyWM, decay: float) -> None:
 
 
 @torch.no_grad()
-def validation_loss(model: TinyWM, batches: list[Batch], seed: int = 1234) -> float:
-    """Mean loss on fixed batches with fixed noise (comparable across steps)."""
+def validation_loss(model: TinyWM, batches: list[Batch], logit_normal_mean: float = 0.5, seed: int = 1234) -> float:
+    """Mean loss on fixed batches with fixed noise and no context degradation (comparable across
+    steps; an untrained model scores what "repeat the last frame" scores)."""
     generator = torch.Generator().manual_seed(seed)
-    return float(np.mean([flow_matching_loss(model, batch, generator, logit_normal_mean=0.5).item()
+    return float(np.mean([flow_matching_loss(model, batch, generator, logit_normal_mean=logit_normal_mean).item()
                           for batch in batches]))
 
 
@@ -418,7 +420,7 @@ def pretrain(cfg: Any) -> Path:
             is_last = state.step == train.steps or is_out_of_time
             if state.step % train.val_every == 0 or is_last:
                 record = record or {"step": state.step, "loss_avg": running, "elapsed_s": round(state.elapsed_s, 1)}
-                record["val_loss_ema"] = validation_loss(ema, val_batches)
+                record["val_loss_ema"] = validation_loss(ema, val_batches, train.logit_normal_mean)
                 progress.console.print(f"step {state.step}: train {running:.4f}  val(EMA) {record['val_loss_ema']:.4f}")
             if record:
                 with metrics_path.open("a") as handle:
@@ -434,7 +436,7 @@ def pretrain(cfg: Any) -> Path:
     ema.save_pretrained(export)
     write_json(export / "pretrain_info.json", {
         "steps": state.step, "elapsed_s": round(state.elapsed_s, 1), "final_loss_avg": running,
-        "val_loss_ema": validation_loss(ema, val_batches), "config": asdict(cfg),
+        "val_loss_ema": validation_loss(ema, val_batches, train.logit_normal_mean), "config": asdict(cfg),
         "torch_threads": torch.get_num_threads()})
     console.print(f"exported EMA weights to {export}")
     return export
