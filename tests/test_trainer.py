@@ -71,3 +71,30 @@ def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
     a, b = _weights(one), _weights(two)
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-6, rtol=1e-5), key
+
+
+def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
+    """A clip-level candidate with the adapter's seed is the adapter's own clip, frame for frame."""
+    import numpy as np
+
+    from wcbench.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
+    from wcbench.scenes.synthetic import build_scene, render
+    from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm
+    from wctrain.rollout import Episode, rollout_clip_level, rollout_sample_level
+
+    model = load_tinywm(tiny_init)
+    script = parse_script("w+left-3, d-4")
+    poses = script_trajectory(script, StepSizes())
+    image = render(build_scene(3, poses[:, :3, 3]), poses[0], intrinsics_from_fov(96, 96, 75.0), 96, 96)
+    adapter = TinyWMWorldModel(model=model)
+    frame0 = adapter.reset(image, "", 5)
+    steps = script.step_actions()
+    clip0 = adapter.step([steps[i - 1] for i in clip_step_ranges(script.num_steps)[0]])
+    rollout = rollout_clip_level(model, Episode(image, script), 0, 1, model.default_sigmas(),
+                                 torch.Generator().manual_seed(5))
+    assert np.array_equal(rollout.views[0].frames[1:], clip0)
+    assert np.array_equal(rollout.views[0].reference, frame0)
+    sample = rollout_sample_level(model, Episode(image, script), 1, 3, model.default_sigmas(),
+                                  torch.Generator().manual_seed(5))
+    assert (rollout.clip_generations, sample.clip_generations) == (1, 6)
+    assert sample.candidates.shape[0] == 3 and len(sample.views[0].frames) == 17

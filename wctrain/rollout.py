@@ -19,6 +19,7 @@ import torch
 from wcbench.actions import Script, clip_step_ranges
 from wcbench.scoring.case import ClipView
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
+from wctrain.models.wcbench_adapter import resize_frames, to_model_size
 from wctrain.schedule import count_clip_generations
 
 
@@ -43,21 +44,14 @@ class GroupRollout:
     clip_generations: int
 
 
-def _resize(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    import cv2
-
-    if (frames.shape[2], frames.shape[1]) == size:
-        return frames
-    return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_CUBIC) for f in frames])
-
-
 def _start(model, image: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-    """Start latent and frame 0 as the adapter makes them (down to the model size, back up)."""
-    import cv2
+    """Start latent and frame 0 exactly as the wcbench adapter makes them."""
+    small = to_model_size(image, model)
+    return model.start_latent(frames_to_tensor(small[None])), resize_frames(small[None], _size(image))[0]
 
-    size = (image.shape[1], image.shape[0])
-    small = image if size == model.resolution else cv2.resize(image, model.resolution, interpolation=cv2.INTER_AREA)
-    return model.start_latent(frames_to_tensor(small[None])), _resize(small[None], size)[0]
+
+def _size(image: np.ndarray) -> tuple[int, int]:
+    return image.shape[1], image.shape[0]
 
 
 def _clip_actions(script: Script, clip: int, latents_per_clip: int) -> tuple[torch.Tensor, list]:
@@ -68,14 +62,14 @@ def _clip_actions(script: Script, clip: int, latents_per_clip: int) -> tuple[tor
 
 def _decode(model, latents: torch.Tensor, size: tuple[int, int]) -> list[np.ndarray]:
     frames = model.decode(latents)  # (B, T, 3, h, w)
-    return [_resize(tensor_to_frames(video), size) for video in frames]
+    return [resize_frames(tensor_to_frames(video), size) for video in frames]
 
 
 @torch.no_grad()
 def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, generator: torch.Generator,
                     latents_per_clip: int = 4) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     """Clips 0..clip-1 generated once: (context latents, frame 0, last frame before ``clip``)."""
-    size = (episode.image.shape[1], episode.image.shape[0])
+    size = _size(episode.image)
     history, frame0 = _start(model, episode.image)
     last = frame0
     keep = model.config.context_latents
@@ -91,7 +85,7 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
 def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                        generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
     """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
-    size = (episode.image.shape[1], episode.image.shape[0])
+    size = _size(episode.image)
     history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip)
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     context = history.expand(group_size, *history.shape[1:]).contiguous()
@@ -106,7 +100,7 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
 def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                          generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
-    size = (episode.image.shape[1], episode.image.shape[0])
+    size = _size(episode.image)
     contexts, candidates, views = [], [], []
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     for _ in range(group_size):

@@ -35,6 +35,21 @@ def load_tinywm(checkpoint: str | Path | None = None) -> TinyWM:
     return TinyWM.from_pretrained(path, low_cpu_mem_usage=False).eval()  # no meta-device init under accelerate launch
 
 
+def to_model_size(image: np.ndarray, model: TinyWM) -> np.ndarray:
+    """Area-downsample a start image (H, W, 3) uint8 to the model's resolution."""
+    if (image.shape[1], image.shape[0]) == model.resolution:
+        return image
+    return cv2.resize(image, model.resolution, interpolation=cv2.INTER_AREA)
+
+
+def resize_frames(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Bicubic resize of (T, h, w, 3) uint8 frames to ``size`` (width, height): how every
+    tinywm frame reaches the scorers, in the benchmark and in the trainer's rewards alike."""
+    if (frames.shape[2], frames.shape[1]) == tuple(size):
+        return frames
+    return np.stack([cv2.resize(f, tuple(size), interpolation=cv2.INTER_CUBIC) for f in frames])
+
+
 class TinyWMWorldModel:
     """Streaming wcbench adapter around :class:`TinyWM` (seeded, CPU).
 
@@ -60,9 +75,7 @@ class TinyWMWorldModel:
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise ValueError(f"start image must be (H, W, 3) uint8, got {image.shape} {image.dtype}")
         self._out_size = (image.shape[1], image.shape[0])
-        small = image
-        if self._out_size != self.model.resolution:
-            small = cv2.resize(image, self.model.resolution, interpolation=cv2.INTER_AREA)
+        small = to_model_size(image, self.model)
         self._generator = torch.Generator().manual_seed(int(seed))
         self._history = self.model.start_latent(frames_to_tensor(small[None]))
         return self._to_output(small[None])[0]
@@ -81,6 +94,4 @@ class TinyWMWorldModel:
         return self._to_output(tensor_to_frames(self.model.decode(latents)[0]))
 
     def _to_output(self, frames: np.ndarray) -> np.ndarray:
-        if not self.upsample or self._out_size == (frames.shape[2], frames.shape[1]):
-            return frames
-        return np.stack([cv2.resize(f, self._out_size, interpolation=cv2.INTER_CUBIC) for f in frames])
+        return resize_frames(frames, self._out_size) if self.upsample else frames
