@@ -104,12 +104,6 @@ class Suite:
         text = json.dumps(payload, sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def case(self, case_id: str) -> Case:
-        for case in self.cases:
-            if case.id == case_id:
-                return case
-        raise KeyError(f"suite {self.name!r} has no case {case_id!r}")
-
 
 # ---------------------------------------------------------------- script generation
 
@@ -280,10 +274,3 @@ def load_suite(name_or_path: str | Path) -> Suite:
         scenes=dict(raw.get("scenes", {"pack": "synthetic"})), cases=tuple(cases),
         description=str(raw.get("description", "")), source=str(path),
     )
-
-
-def horizon_frames(name: str) -> int:
-    if name not in HORIZON_FRAMES:
-        raise KeyError(f"unknown horizon {name!r}; known: {sorted(HORIZON_FRAMES)}")
-    return HORIZON_FRAMES[name]
-

@@ -9,7 +9,6 @@ mip-mapped texture atlas sampled by ``cv2.remap`` (bilinear, no shimmer at dista
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import cv2
@@ -263,8 +262,3 @@ def _remap_flat(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray) -> np.n
 def render_frames(scene: Scene, poses: np.ndarray, K: np.ndarray, width: int, height: int) -> np.ndarray:
     """Render a (T, H, W, 3) uint8 video along per-frame camera-to-world poses."""
     return np.stack([render(scene, pose, K, width, height) for pose in poses])
-
-
-def fov_for(width: int, K: np.ndarray) -> float:
-    """Horizontal field of view (degrees) of intrinsics ``K`` at ``width``."""
-    return math.degrees(2 * math.atan(width / 2 / K[0, 0]))
