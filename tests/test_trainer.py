@@ -42,10 +42,10 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
 
 
 def test_resume_continues_exactly(tiny_init, tmp_path):
-    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=3"))
+    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=2"))
     resumed = tmp_path / "resumed"
-    train(_cfg(resumed, tiny_init, "rl.steps=2"))  # a run killed after its second checkpoint
-    train(_cfg(resumed, tiny_init, "rl.steps=3"))
+    train(_cfg(resumed, tiny_init, "rl.steps=1"))  # a run killed after its first checkpoint
+    train(_cfg(resumed, tiny_init, "rl.steps=2"))
     a, b = _weights(straight), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
     def rows(run):
