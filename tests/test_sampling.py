@@ -4,7 +4,7 @@ import pytest
 import torch
 from diffusers import FlowMatchEulerDiscreteScheduler
 
-from wctrain.sampling import add_noise, euler_step, flow_sigmas, predict_x0, sample_ode
+from wctrain.sampling import add_noise, euler_step, flow_sigmas, predict_x0, sample_ode, stochastic_step
 
 
 @pytest.mark.parametrize("num_steps,shift", [(1, 1.0), (4, 1.0), (4, 3.0), (8, 5.0), (25, 2.0)])
@@ -47,3 +47,30 @@ def test_exact_velocity_recovers_the_clean_sample():
     # the straight-line flow is integrated exactly by Euler, whatever the schedule
     out = sample_ode(lambda x, s: noise - x0, noise, flow_sigmas(3, 2.0))
     torch.testing.assert_close(out, x0, rtol=1e-5, atol=1e-5)
+
+
+def test_stochastic_step_at_eta_zero_is_the_euler_step():
+    generator = torch.Generator().manual_seed(1)
+    x, velocity, fresh = (torch.randn(3, 5, generator=generator) for _ in range(3))
+    torch.testing.assert_close(stochastic_step(x, velocity, 0.7, 0.4, fresh, eta=0.0),
+                               euler_step(x, velocity, 0.7, 0.4), rtol=1e-6, atol=1e-6)
+
+
+def test_stochastic_step_keeps_the_forward_marginal():
+    # with the exact velocity of a point mass x0, x_t = (1 - s) x0 + s eps stays on that law for any eta
+    generator = torch.Generator().manual_seed(2)
+    x0 = torch.full((200_000,), 0.3)
+    x = add_noise(x0, torch.randn(x0.shape, generator=generator), torch.tensor(0.8))
+    velocity = (x - x0) / 0.8
+    for eta in (0.5, 1.0):
+        nxt = stochastic_step(x, velocity, 0.8, 0.5, torch.randn(x0.shape, generator=generator), eta)
+        assert abs(float(nxt.mean()) - 0.5 * 0.3) < 0.01 and abs(float(nxt.std()) - 0.5) < 0.01
+    # eta = 1 forgets the noise the sample came from; eta = 0 keeps it exactly
+    fresh = torch.randn(x0.shape, generator=generator)
+    corr = torch.corrcoef(torch.stack([x, stochastic_step(x, velocity, 0.8, 0.5, fresh, 1.0)]))[0, 1]
+    assert abs(float(corr)) < 0.01
+
+
+def test_stochastic_step_rejects_eta_outside_unit_interval():
+    with pytest.raises(ValueError, match="eta"):
+        stochastic_step(torch.zeros(2), torch.zeros(2), 0.5, 0.2, torch.zeros(2), eta=1.5)

@@ -5,12 +5,18 @@ candidates of clip n from the same prefix with independent noise: n + G clip gen
 Sample level (the ablation): G whole videos up to clip n, each with its own prefix, scored at
 the same clip: G * (n + 1) clip generations.
 
+``eta`` > 0 samples with the flow's ancestral sampler (more spread within a group; see
+:func:`wctrain.sampling.stochastic_step`); 0 is the deterministic Euler sampler that
+``wcbench run`` uses. ``explore`` > 0 perturbs each candidate's action conditioning
+(the model's ``explore()``) while its target clip is sampled; prefixes are never perturbed.
+
 Frames reach the rewards exactly as ``wcbench run --model tinywm`` shows them: decoded,
 converted to uint8 and resized to the output size with the adapter's own function.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +73,7 @@ def _decode(model, latents: torch.Tensor, size: tuple[int, int]) -> list[np.ndar
 
 @torch.no_grad()
 def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, generator: torch.Generator,
-                    latents_per_clip: int = 4) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+                    latents_per_clip: int = 4, eta: float = 0.0) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     """Clips 0..clip-1 generated once: (context latents, frame 0, last frame before ``clip``)."""
     size = _size(episode.image)
     history, frame0 = _start(model, episode.image)
@@ -75,7 +81,7 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
     keep = model.config.context_latents
     for index in range(clip):
         actions, _ = _clip_actions(episode.script, index, latents_per_clip)
-        latents = sample_clip(model, history, actions, sigmas, generator)
+        latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         history = torch.cat([history, latents], dim=1)[:, -keep:]
         last = _decode(model, latents[:, -1:], size)[0][-1]
     return history, frame0, last
@@ -83,14 +89,16 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
 
 @torch.no_grad()
 def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
-                       generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
+                       generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
+                       explore: float = 0.0) -> GroupRollout:
     """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
     size = _size(episode.image)
-    history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip)
+    history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     context = history.expand(group_size, *history.shape[1:]).contiguous()
     actions = actions.expand(group_size, -1, -1).contiguous()
-    candidates = sample_clip(model, context, actions, sigmas, generator)
+    with _exploring(model, explore, group_size, generator):
+        candidates = sample_clip(model, context, actions, sigmas, generator, eta=eta)
     views = [_view(frame0, last, frames, step_actions) for frames in _decode(model, candidates, size)]
     return GroupRollout(clip, context, candidates, actions, views,
                         count_clip_generations(clip, group_size, rollout="clip"))
@@ -98,20 +106,32 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
 
 @torch.no_grad()
 def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
-                         generator: torch.Generator, latents_per_clip: int = 4) -> GroupRollout:
+                         generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
+                       explore: float = 0.0) -> GroupRollout:
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
     size = _size(episode.image)
     contexts, candidates, views = [], [], []
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     for _ in range(group_size):
-        history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip)
-        latents = sample_clip(model, history, actions, sigmas, generator)
+        history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
+        with _exploring(model, explore, 1, generator):
+            latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         contexts.append(history)
         candidates.append(latents)
         views.append(_view(frame0, last, _decode(model, latents, size)[0], step_actions))
     return GroupRollout(clip, torch.cat(contexts), torch.cat(candidates),
                         actions.expand(group_size, -1, -1).contiguous(), views,
                         count_clip_generations(clip, group_size, rollout="sample"))
+
+
+def _exploring(model, scale: float, batch: int, generator: torch.Generator):
+    """``model.explore(...)`` for the target clip's candidates, or nothing when ``scale`` is 0."""
+    if scale <= 0:
+        return nullcontext()
+    if not hasattr(model, "explore"):
+        raise ValueError(f"rl.explore = {scale} needs a model with an explore() method; "
+                         f"{type(model).__name__} has none (set rl.explore=0)")
+    return model.explore(scale, batch, generator)
 
 
 def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:

@@ -57,6 +57,26 @@ def euler_step(x: torch.Tensor, velocity: torch.Tensor, sigma: float | torch.Ten
     return x + (sigma_next - sigma) * velocity
 
 
+def stochastic_step(x: torch.Tensor, velocity: torch.Tensor, sigma: float | torch.Tensor,
+                    sigma_next: float | torch.Tensor, fresh_noise: torch.Tensor, eta: float) -> torch.Tensor:
+    """One step of the flow's ancestral sampler: move to ``sigma_next`` along the predicted x0 with
+    the predicted noise partly replaced by ``fresh_noise`` (pure).
+
+    ``x_next = (1 - s') x0 + s' (sqrt(1 - eta^2) eps + eta fresh)`` with ``x0`` and ``eps`` the
+    clean sample and noise that the velocity implies. ``eta = 0`` is exactly :func:`euler_step`
+    (the deterministic DDIM/Euler path); ``eta = 1`` draws the noise afresh at every step. The
+    marginals stay those of the forward process, so the samples come from the same model; only
+    the candidates of a group differ more, which RL needs to find out which ones follow the
+    actions (NFT trains on clean samples and does not care how they were drawn).
+    """
+    if not 0 <= eta <= 1:
+        raise ValueError(f"eta must lie in [0, 1], got {eta}")
+    x0 = x - sigma * velocity
+    eps = x + (1 - sigma) * velocity  # the noise end of the straight path through x
+    eps = (1 - eta ** 2) ** 0.5 * eps + eta * fresh_noise
+    return (1 - sigma_next) * x0 + sigma_next * eps
+
+
 def predict_x0(x_t: torch.Tensor, velocity: torch.Tensor, sigma: float | torch.Tensor) -> torch.Tensor:
     """The clean sample implied by a velocity prediction at ``sigma``."""
     return x_t - sigma * velocity

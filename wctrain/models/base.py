@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from wcbench.actions import FRAMES_PER_LATENT, Action
-from wctrain.sampling import euler_step
+from wctrain.sampling import euler_step, stochastic_step
 
 
 @runtime_checkable
@@ -55,13 +55,15 @@ class TrainableWorldModel(Protocol):
 
 
 def sample_clip(model: TrainableWorldModel, prefix: torch.Tensor, actions: torch.Tensor, sigmas: torch.Tensor,
-                generator: torch.Generator | None = None, noise: torch.Tensor | None = None) -> torch.Tensor:
+                generator: torch.Generator | None = None, noise: torch.Tensor | None = None,
+                eta: float = 0.0) -> torch.Tensor:
     """Sample the clip that follows ``prefix`` latents under per-frame ``actions``.
 
     Returns latents (B, L, C, h, w) with L = actions.shape[1] / frames_per_latent. ``noise``
     (same shape) replaces fresh noise from ``generator``. Latents are generated
     ``model.latents_per_denoise`` at a time, each group by a full Euler ODE over ``sigmas``
-    conditioned on the prefix and the latents already made.
+    conditioned on the prefix and the latents already made. ``eta > 0`` takes ancestral steps
+    (:func:`wctrain.sampling.stochastic_step`) with fresh noise from ``generator``.
     """
     fpl = model.frames_per_latent
     if actions.shape[1] % fpl:
@@ -81,7 +83,12 @@ def sample_clip(model: TrainableWorldModel, prefix: torch.Tensor, actions: torch
         x = noise[:, start:stop]
         for index in range(len(sigmas) - 1):
             sigma = sigmas[index].expand(x.shape[0])
-            x = euler_step(x, model.velocity(x, sigma, ctx, chunk_actions), sigmas[index], sigmas[index + 1])
+            velocity = model.velocity(x, sigma, ctx, chunk_actions)
+            if eta > 0:
+                fresh = torch.randn(x.shape, generator=generator, dtype=x.dtype)
+                x = stochastic_step(x, velocity, sigmas[index], sigmas[index + 1], fresh, eta)
+            else:
+                x = euler_step(x, velocity, sigmas[index], sigmas[index + 1])
         made.append(x)
     return torch.cat(made, dim=1)
 

@@ -35,7 +35,9 @@ RL trainer re-evaluates the velocity of a sampled clip.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -178,6 +180,7 @@ class TinyWM(ModelMixin, ConfigMixin):
         # start as "the next frames repeat the last one" so early training is stable
         nn.init.zeros_(self.conv_out.weight)
         nn.init.zeros_(self.conv_out.bias)
+        self._action_offsets: torch.Tensor | None = None  # set only inside explore()
 
     # ------------------------------------------------------------ latent space
 
@@ -254,7 +257,12 @@ class TinyWM(ModelMixin, ConfigMixin):
         # 1. embed flow time and actions, one conditioning vector per latent
         time_emb = self.time_embedding(self.time_proj(sigma.reshape(-1) * 1000).to(x_t.dtype))
         labels = self.action_labels(actions).reshape(batch * num_latents, fpl)
-        action_emb = self.action_proj(self.action_embedding(labels).flatten(1))
+        frame_emb = self.action_embedding(labels)
+        if self._action_offsets is not None:
+            if self._action_offsets.shape[0] != batch:
+                raise ValueError(f"explore() was set up for a batch of {self._action_offsets.shape[0]}, got {batch}")
+            frame_emb = frame_emb + self._action_offsets.repeat_interleave(num_latents, 0)[:, None]
+        action_emb = self.action_proj(frame_emb.flatten(1))
         cond_emb = time_emb + action_emb
 
         # 2. the noisy latent and its context latents, stacked as channels
@@ -284,6 +292,24 @@ class TinyWM(ModelMixin, ConfigMixin):
             base = self._last_frame(context)
         sample = base + residual
         return (x_t - sample) / sigma.clamp(min=MIN_SIGMA).reshape(batch, num_latents, 1, 1, 1)
+
+    @contextmanager
+    def explore(self, scale: float, batch: int, generator: torch.Generator) -> Iterator[None]:
+        """Exploration for RL rollouts: inside the block, sample ``b`` of the batch gets one fixed
+        Gaussian offset (``scale`` x the embedding table's std) on all its action embeddings.
+
+        A flow model trained on exact camera motion maps an action to one motion whatever the
+        noise, so G candidates of a clip move alike and a group has no following signal to
+        learn from. A per-candidate offset makes each candidate a slightly different reading of
+        its action (parameter-space exploration); NFT then trains the unperturbed model on the
+        clean samples that followed better. The loss never runs inside this block.
+        """
+        std = float(self.action_embedding.weight.detach().std())
+        self._action_offsets = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
+        try:
+            yield
+        finally:
+            self._action_offsets = None
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
         """Per-frame signs (..., 4) -> full labels 9 * translation + rotation (...), as wcbench counts them."""

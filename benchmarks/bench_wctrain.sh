@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Post-training benchmark: the headline run, the ablations, their wcbench evaluation and the
+# table (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
+#
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 2 h on a 2-core CPU
+#
+# Every run starts from the shipped tinywm; each is evaluated afterwards with `wcbench run` on
+# the held-out suite wc-mini-heldout (its scenes and scripts are none of the training episodes).
+set -euo pipefail
+OUT=${1:-runs/wctrain-bench}
+export OMP_NUM_THREADS=1
+mkdir -p "$OUT"
+launch() { accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no \
+             --dynamo_backend no -m wctrain train "$@"; }
+evaluate() {  # evaluate NAME CHECKPOINT_DIR
+  wcbench run --suite wc-mini-heldout --model tinywm "+model_options.checkpoint=$2" --out "$OUT/eval-$1"; }
+
+# baseline: the shipped checkpoint
+[ -f "$OUT/eval-baseline/results.json" ] || wcbench run --suite wc-mini-heldout --model tinywm --out "$OUT/eval-baseline"
+
+# headline: the default config on 2 processes (timed)
+/usr/bin/time -f "headline wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/headline"
+evaluate headline "$OUT/headline/final"
+
+# ablations on a short budget (1 process, 100 steps each; sample-level gets the same wall time)
+SHORT="rl.steps=100 eval.every=0"
+wctrain train run_dir="$OUT/short-default" $SHORT
+wctrain train run_dir="$OUT/short-if-only" $SHORT reward.lam=1.0
+wctrain train run_dir="$OUT/short-vq-only" $SHORT reward.lam=0.0
+wctrain train run_dir="$OUT/short-rwr" $SHORT rl.loss=rwr
+wctrain train run_dir="$OUT/short-sample" rl.steps=45 eval.every=0 rl.rollout=sample
+for name in default if-only vq-only rwr sample; do evaluate "short-$name" "$OUT/short-$name/final"; done
+
+python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
+  "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
+  "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
+  "sample-level (short)=$OUT/eval-short-sample" --markdown "$OUT/table.md"
