@@ -23,9 +23,14 @@ def tiny_init(tmp_path_factory):
     return path
 
 
+# The tiny model starts with a zero output layer, so its action embeddings get no gradient:
+# these tests train every weight (the default trains the embedding table alone).
+TRAIN_ALL = ["rl.trainable=null", "rl.lr=1e-4"]
+
+
 def _cfg(run_dir, init, *extra):
     return load_config("train", [f"run_dir={run_dir}", f"init={init}", "rl.group_size=4", "rl.top_k=1",
-                                 "rl.episode_clips=2", "eval.every=0", "checkpoint_every=1", *extra])
+                                 "rl.episode_clips=2", "eval.every=0", "checkpoint_every=1", *TRAIN_ALL, *extra])
 
 
 def _weights(run_dir):
@@ -65,7 +70,7 @@ def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
     proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wctrain", "train",
                            f"run_dir={two}", f"init={tiny_init}", "rl.group_size=4", "rl.top_k=1", "rl.episode_clips=2",
-                           "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global"],
+                           "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global", *TRAIN_ALL],
                           capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _weights(one), _weights(two)
