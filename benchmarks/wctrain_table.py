@@ -4,7 +4,9 @@ change against a baseline run.
     python benchmarks/wctrain_table.py BASELINE_RUN NAME=RUN [NAME=RUN ...] [--markdown FILE]
 
 Every RUN is a ``wcbench run`` output folder on the same suite (or a trainer's
-``RUN_DIR/eval/step-N`` folder: only the per-case records are read); the first is the baseline. Track values are means over the track's cases; the CIs resample cases.
+``RUN_DIR/eval/step-N`` folder: only the per-case records are read); the first is the
+baseline. Track values are wcbench's own group summary (``wcbench.report.summarize_group``)
+of the track's cases: means with 95% bootstrap intervals over cases.
 """
 
 from __future__ import annotations
@@ -12,19 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
-from wcbench.report import bootstrap_ci, load_records
-
-
-def track_block(records: list[dict], track: str) -> dict:
-    cases = [c for c in records if c["track"] == track and c["status"] == "ok"]
-    block = {}
-    for metric in ("if_acc", "vq"):
-        values = [c[metric] for c in cases]
-        block[metric], block[metric + "_ci"] = float(np.mean(values)), bootstrap_ci(values)
-    block["n"] = len(cases)
-    return block
+from wcbench.report import load_records, summarize_group
 
 
 def main() -> None:
@@ -39,7 +29,8 @@ def main() -> None:
     blocks = {}
     for name, folder in runs:
         records = load_records(folder)
-        blocks[name] = {track: track_block(records, track) for track in ("basic", "combined")}
+        blocks[name] = {track: summarize_group([r for r in records if r["track"] == track])
+                        for track in ("basic", "combined")}
     base = blocks[runs[0][0]]
     lines = ["| run | combined IF | Δ | basic IF | Δ | combined VQ (95% CI) | basic VQ (95% CI) |",
              "|---|---|---|---|---|---|---|"]

@@ -107,7 +107,7 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
 @torch.no_grad()
 def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                          generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
-                       explore: float = 0.0) -> GroupRollout:
+                         explore: float = 0.0) -> GroupRollout:
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
     size = _size(episode.image)
     contexts, candidates, views = [], [], []

@@ -71,7 +71,7 @@ def stochastic_step(x: torch.Tensor, velocity: torch.Tensor, sigma: float | torc
     """
     if not 0 <= eta <= 1:
         raise ValueError(f"eta must lie in [0, 1], got {eta}")
-    x0 = x - sigma * velocity
+    x0 = predict_x0(x, velocity, sigma)
     eps = x + (1 - sigma) * velocity  # the noise end of the straight path through x
     eps = (1 - eta ** 2) ** 0.5 * eps + eta * fresh_noise
     return (1 - sigma_next) * x0 + sigma_next * eps
