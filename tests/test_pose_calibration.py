@@ -124,3 +124,21 @@ def test_degradations():
     assert degrade(frames, "jpeg").shape == frames.shape
     with pytest.raises(ValueError, match="unknown degradation"):
         degrade(frames, "fog")
+
+
+def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
+    import numpy as np
+
+    from wcbench.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
+    from wcbench.pose.calibration import diagonal_script
+    from wcbench.suite import PITCH_LIMIT_DEG
+
+    for seed in range(20):
+        text = diagonal_script(np.random.default_rng(seed), 12, 1.5)
+        steps = parse_script(text).step_actions()
+        assert len(steps) == 12
+        for action in steps:  # a diagonal move or a diagonal turn in every step
+            assert (action.forward and action.right) or (action.yaw and action.pitch), text
+        poses = script_trajectory(parse_script(text), StepSizes(0.05, 1.5))
+        pitches = [yaw_pitch_deg(pose[:3, :3])[1] for pose in poses]
+        assert max(abs(p) for p in pitches) <= PITCH_LIMIT_DEG + 1e-6, text

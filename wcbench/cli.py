@@ -274,9 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("calibrate", help="choose an estimator's thresholds on renders with known motion")
-    p.add_argument("--estimator", default="opencv")
-    p.add_argument("--scenes", type=int, default=6, help="calibration scenes per track")
-    p.add_argument("--resolution", type=int, nargs=2, default=(160, 160), metavar=("W", "H"))
+    p.add_argument("--estimator", default="opencv", help="registered estimator to calibrate (default: opencv)")
+    p.add_argument("--scenes", type=int, default=6,
+                   help="calibration scenes per track (basic, combined and diagonal scripts)")
+    p.add_argument("--resolution", type=int, nargs=2, default=(160, 160), metavar=("W", "H"),
+                   help="render size of the calibration videos (default: 160 160)")
     p.add_argument("--degrade", action="store_true", help="also render JPEG/blur/noise degraded copies")
     p.add_argument("--seed", type=int, default=9000, help="calibration seeds start here (keep apart from suites)")
     p.add_argument("--write", action="store_true", help="write the chosen thresholds into the estimator's config")

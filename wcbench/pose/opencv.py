@@ -180,7 +180,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "1"
+    version = "2"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
