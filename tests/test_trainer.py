@@ -47,12 +47,16 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
 
 
 def test_resume_continues_exactly(tiny_init, tmp_path):
-    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=2"))
+    # with the label curriculum on, step 2's episodes depend on step 1's rollouts: resume must restore it
+    focus = "rl.focus_candidates=3"
+    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=2", focus))
     resumed = tmp_path / "resumed"
-    train(_cfg(resumed, tiny_init, "rl.steps=1"))  # a run killed after its first checkpoint
-    train(_cfg(resumed, tiny_init, "rl.steps=2"))
+    train(_cfg(resumed, tiny_init, "rl.steps=1", focus))  # a run killed after its first checkpoint
+    train(_cfg(resumed, tiny_init, "rl.steps=2", focus))
     a, b = _weights(straight), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
+    curriculum = [torch.load(run / "checkpoint.pt", weights_only=False)["label_accuracy"] for run in (straight, resumed)]
+    assert (curriculum[0] != 0.5).any() and (curriculum[0] == curriculum[1]).all()
     def rows(run):
         return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
                 for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -65,17 +69,21 @@ def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
     if accelerate is None:
         pytest.skip("accelerate CLI not installed")
-    one = train(_cfg(tmp_path / "one", tiny_init, "rl.steps=1", "rl.groups_per_rank=2", "reward.std_mode=global"))
+    one = train(_cfg(tmp_path / "one", tiny_init, "rl.steps=1", "rl.groups_per_rank=2", "reward.std_mode=global",
+                     "rl.focus_candidates=3"))
     two = tmp_path / "two"
     proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wctrain", "train",
                            f"run_dir={two}", f"init={tiny_init}", "rl.group_size=4", "rl.top_k=1", "rl.episode_clips=2",
-                           "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global", *TRAIN_ALL],
+                           "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global", "rl.focus_candidates=3",
+                           *TRAIN_ALL],
                           capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _weights(one), _weights(two)
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-6, rtol=1e-5), key
+    curriculum = [torch.load(run / "checkpoint.pt", weights_only=False)["label_accuracy"] for run in (one, two)]
+    assert (curriculum[0] == curriculum[1]).all()  # both ranks' groups reach the running IF per label
 
 
 def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):

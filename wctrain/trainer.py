@@ -29,6 +29,9 @@ from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
 from wcbench.suite import generate_script, load_suite
 from wctrain.advantages import AdvantageConfig, compute_group_advantages, reward_std
+from wctrain.curriculum import (
+    clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
+)
 from wctrain.nft import kl_to_reference, nft_loss, rwr_loss, subsample_timesteps
 from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rewards import FollowingReward, QualityReward
@@ -60,6 +63,8 @@ class RLConfig:
     episode_clips: int = 4         # training videos are this many clips long
     combined_fraction: float = 0.8  # share of training episodes from the combined track
     episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
+    focus_candidates: int = 6      # label curriculum: pick each episode from this many scripts (1: off)
+    focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
     seed: int = 0
 
 
@@ -116,19 +121,30 @@ def _seed(*parts: int) -> int:
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
-def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: set[int]) -> Episode:
-    """The training case of one group: a fresh script and scene, never one of the eval cases."""
+def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: set[int],
+                   label_accuracy: np.ndarray | None = None, clip: int = 0) -> Episode:
+    """The training case of one group: a fresh script and scene, never one of the eval cases.
+
+    With ``rl.focus_candidates`` > 1 (and ``label_accuracy``), the script is drawn from that
+    many candidates, weighted towards those whose target clip ``clip`` commands the labels
+    the policy follows worst (:mod:`wctrain.curriculum`).
+    """
+    from wcbench.actions import parse_script
+
     draw = step % cfg.rl.episode_pool if cfg.rl.episode_pool else step
     rng = np.random.default_rng(_seed(cfg.rl.seed, draw, group))
-    track = "combined" if rng.random() < cfg.rl.combined_fraction else "basic"
     num_steps = 4 * cfg.rl.episode_clips - 1
-    script_text = generate_script(rng, track, num_steps, suite.step_degrees)
+    scripts = []
+    for _ in range(cfg.rl.focus_candidates if label_accuracy is not None else 1):
+        track = "combined" if rng.random() < cfg.rl.combined_fraction else "basic"
+        scripts.append(parse_script(generate_script(rng, track, num_steps, suite.step_degrees)))
+    script = scripts[0]
+    if len(scripts) > 1:
+        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts])
+        script = scripts[int(rng.choice(len(scripts), p=weights))]
     scene_seed = int(rng.integers(2**31))
     while scene_seed in held_out:
         scene_seed = int(rng.integers(2**31))
-    from wcbench.actions import parse_script
-
-    script = parse_script(script_text)
     world = synthetic_world(suite, script, scene_seed)
     return Episode(world.image, script, world.prompt)
 
@@ -182,24 +198,26 @@ def select_trainable(model: torch.nn.Module, prefixes: list[str] | None) -> list
 
 # ---------------------------------------------------------------- checkpoints
 
-def save_checkpoint(run_dir: Path, step: int, model, optimizer, old: EMA, eval_ema: EMA) -> None:
+def save_checkpoint(run_dir: Path, step: int, model, optimizer, old: EMA, eval_ema: EMA,
+                    label_accuracy: np.ndarray) -> None:
     """Atomic: a kill mid-write leaves the previous checkpoint intact."""
     state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "old": old.state_dict(), "eval_ema": eval_ema.state_dict()}
+             "old": old.state_dict(), "eval_ema": eval_ema.state_dict(), "label_accuracy": label_accuracy}
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
         torch.save(state, tmp)
 
 
-def load_checkpoint(run_dir: Path, model, optimizer, old: EMA, eval_ema: EMA) -> int:
+def load_checkpoint(run_dir: Path, model, optimizer, old: EMA, eval_ema: EMA) -> tuple[int, np.ndarray]:
+    """(step, curriculum state) of the run folder's checkpoint; (0, initial) when there is none."""
     path = run_dir / "checkpoint.pt"
     if not path.exists():
-        return 0
+        return 0, initial_label_accuracy()
     state = torch.load(path, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     old.load_state_dict(state["old"])
     eval_ema.load_state_dict(state["eval_ema"])
-    return int(state["step"])
+    return int(state["step"]), np.asarray(state["label_accuracy"], dtype=float)
 
 
 def _append_metrics(run_dir: Path, row: dict) -> None:
@@ -250,7 +268,7 @@ def train(cfg: Any) -> Path:
     eval_ema = EMA(model, DecaySchedule(cfg.policy.eval_decay, ramp=None))
     ref = build_frozen_copy(model) if cfg.rl.kl_weight > 0 else None
     optimizer = torch.optim.AdamW(trained, lr=cfg.rl.lr, weight_decay=0.0)
-    start = load_checkpoint(run_dir, model, optimizer, old, eval_ema)
+    start, label_accuracy = load_checkpoint(run_dir, model, optimizer, old, eval_ema)
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_json(run_dir / "config.json", asdict(cfg))
@@ -271,11 +289,12 @@ def train(cfg: Any) -> Path:
             started = time.perf_counter()
             # 2. rollouts with the old policy: this rank's groups
             groups = [rank * cfg.rl.groups_per_rank + g for g in range(cfg.rl.groups_per_rank)]
-            rollouts, scores = [], []
+            rollouts, scores, visited = [], [], []
+            clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
             for group in groups:
                 generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 1))
-                episode = sample_episode(cfg, suite, step, group, held_out)
-                clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
+                episode = sample_episode(cfg, suite, step, group, held_out, label_accuracy, clip)
+                visited.append(clip_labels(episode.script, clip))
                 rollout = rollout_fn(old.module, episode, clip, cfg.rl.group_size, sigmas, generator,
                                      eta=cfg.rl.sampler_eta, explore=cfg.rl.explore)
                 rollouts.append(rollout)
@@ -313,6 +332,11 @@ def train(cfg: Any) -> Path:
             gathered = accelerator.gather(torch.tensor([[s["if"][i], s["vq"][i], a.r[i]] for s, a in
                                                         zip(scores, advantages) for i in range(cfg.rl.group_size)],
                                                        dtype=torch.float64)).numpy()
+            # the curriculum's running IF per label, from every rank's groups (same on all ranks)
+            per_group = accelerator.gather(torch.as_tensor(np.concatenate(
+                [label_mask(visited), np.array([[np.mean(s["if"])] for s in scores])], axis=1))).numpy()
+            label_accuracy = update_label_accuracy(label_accuracy, per_group[:, :-1], per_group[:, -1],
+                                                   cfg.rl.focus_rate)
             zero_deviation_steps = zero_deviation_steps + 1 if step > start and deviation == 0.0 else 0
             # sparse training (only the embedding rows of the labels used) leaves v_theta = v_old
             # exactly on labels not yet updated, so only a long run of zeros is suspicious
@@ -332,7 +356,7 @@ def train(cfg: Any) -> Path:
                                    for k, v in summary.items()}
                 _append_metrics(run_dir, row)
                 if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.rl.steps:
-                    save_checkpoint(run_dir, step + 1, model, optimizer, old, eval_ema)
+                    save_checkpoint(run_dir, step + 1, model, optimizer, old, eval_ema, label_accuracy)
             accelerator.wait_for_everyone()
             progress.update(task, advance=1, status=f"IF {row['reward_if']:.2f} VQ {row['reward_vq']:.3f} "
                                                     f"loss {row['loss']:.4f}")

@@ -1,0 +1,58 @@
+"""The label curriculum: running IF per label and episode choice (wctrain.curriculum)."""
+
+import numpy as np
+import pytest
+
+from wcbench.actions import NUM_LABELS, Action, parse_script
+from wctrain.curriculum import (
+    PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
+)
+
+FORWARD, STRAFE_TURN, TURN = Action(forward=1).label, Action(right=1, yaw=1).label, Action(yaw=-1).label
+
+
+def test_clip_labels_follow_the_clip_layout():
+    script = parse_script("w-2, d+right-3, left-2")  # steps 1-2 w, 3-5 d+right, 6-7 left
+    assert clip_labels(script, 0) == {FORWARD, STRAFE_TURN}  # clip 0: steps 1-3
+    assert clip_labels(script, 1) == {STRAFE_TURN, TURN}  # clip 1: steps 4-7
+
+
+def test_update_moves_only_visited_labels_towards_their_groups_mean():
+    accuracy = initial_label_accuracy()
+    mask = label_mask([{FORWARD, STRAFE_TURN}, {STRAFE_TURN}])
+    updated = update_label_accuracy(accuracy, mask, np.array([1.0, 0.0]), rate=0.5)
+    assert updated[FORWARD] == pytest.approx(0.5 * PRIOR_ACCURACY + 0.5 * 1.0)
+    assert updated[STRAFE_TURN] == pytest.approx(0.5 * PRIOR_ACCURACY + 0.5 * 0.5)  # mean of both groups
+    untouched = np.ones(NUM_LABELS, dtype=bool)
+    untouched[[FORWARD, STRAFE_TURN]] = False
+    assert np.array_equal(updated[untouched], accuracy[untouched])
+    with pytest.raises(ValueError, match="rate"):
+        update_label_accuracy(accuracy, mask, np.array([1.0, 0.0]), rate=0.0)
+
+
+def test_episode_weights_favour_failing_labels_but_exclude_none():
+    accuracy = initial_label_accuracy()
+    accuracy[FORWARD], accuracy[STRAFE_TURN] = 1.0, 0.0
+    weights = episode_weights(accuracy, [{FORWARD}, {STRAFE_TURN}, {FORWARD, STRAFE_TURN}])
+    assert weights.sum() == pytest.approx(1.0)
+    assert weights[1] > weights[2] > weights[0] > 0.0
+    assert weights[1] / weights[0] == pytest.approx((1.0 + 0.05) / 0.05)
+
+
+def test_focused_sampler_visits_the_failing_labels_more_often():
+    from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
+    from wcbench.suite import load_suite
+
+    suite = load_suite("wc-mini")
+    accuracy = np.ones(NUM_LABELS)
+    failing = {Action(forward=f, right=r, yaw=y).label for f, r in ((0, 1), (0, -1)) for y in (1, -1)}
+    accuracy[sorted(failing)] = 0.0
+
+    def share(candidates: int) -> float:
+        cfg = TrainerConfig(rl=RLConfig(focus_candidates=candidates, combined_fraction=1.0))
+        hits = [bool(clip_labels(sample_episode(cfg, suite, step, 0, set(), accuracy, 1).script, 1) & failing)
+                for step in range(40)]
+        return float(np.mean(hits))
+
+    uniform, focused = share(1), share(6)
+    assert focused > uniform + 0.2, (uniform, focused)

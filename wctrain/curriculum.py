@@ -1,0 +1,63 @@
+"""Label curriculum: spend rollouts on the actions the policy still fails to follow.
+
+A pretrained world model fails a few action labels (for tinywm: strafing while turning),
+and a uniform episode sampler visits each of them rarely. The curriculum keeps a running
+IF reward per full action label, fed by every group's rollouts (the group's mean IF reward,
+credited to each label its target clip commands), and picks each training episode from a
+few candidate scripts with probability proportional to how badly the policy follows the
+labels of the candidate's target clip. Nothing here looks at held-out cases: the figures
+come from training rollouts only.
+
+Pure functions on numpy arrays, so every rank computes the same choice from the same
+gathered numbers, and the state (one float per label) goes into the checkpoint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wcbench.actions import NUM_LABELS, Script, clip_step_ranges
+
+PRIOR_ACCURACY = 0.5  # a label no rollout has visited yet counts as half followed
+
+
+def initial_label_accuracy() -> np.ndarray:
+    """Running IF reward per full action label before any rollout."""
+    return np.full(NUM_LABELS, PRIOR_ACCURACY)
+
+
+def clip_labels(script: Script, clip: int, latents_per_clip: int = 4) -> set[int]:
+    """Full labels commanded in clip ``clip`` of ``script``."""
+    steps = clip_step_ranges(script.num_steps, latents_per_clip)[clip]
+    return {action.label for action in script.step_actions()[steps.start - 1:steps.stop - 1]}
+
+
+def label_mask(labels: list[set[int]]) -> np.ndarray:
+    """(groups, NUM_LABELS) 0/1 mask of the labels each group's target clip commands."""
+    mask = np.zeros((len(labels), NUM_LABELS))
+    for row, group in enumerate(labels):
+        mask[row, sorted(group)] = 1.0
+    return mask
+
+
+def update_label_accuracy(accuracy: np.ndarray, mask: np.ndarray, group_if: np.ndarray,
+                          rate: float) -> np.ndarray:
+    """Move each visited label's running IF towards the mean IF of the groups that visited it.
+
+    accuracy: (NUM_LABELS,); mask: (groups, NUM_LABELS) from :func:`label_mask`; group_if:
+    (groups,) mean IF reward of each group's candidates; rate in (0, 1].
+    """
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"curriculum rate must be in (0, 1], got {rate}")
+    visits = mask.sum(axis=0)
+    visited = visits > 0
+    mean_if = np.divide(mask.T @ group_if, visits, out=np.zeros(NUM_LABELS), where=visited)
+    return np.where(visited, (1.0 - rate) * accuracy + rate * mean_if, accuracy)
+
+
+def episode_weights(accuracy: np.ndarray, candidates: list[set[int]], floor: float = 0.05) -> np.ndarray:
+    """Choice probabilities of candidate episodes: the mean failure rate (1 - running IF) of
+    the labels of each candidate's target clip, plus ``floor`` so none is ever excluded."""
+    failure = np.array([np.mean([1.0 - accuracy[label] for label in labels]) for labels in candidates])
+    weights = failure + floor
+    return weights / weights.sum()
