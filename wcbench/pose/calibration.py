@@ -76,7 +76,7 @@ def degrade(frames: np.ndarray, kind: str, seed: int = 0,
 class CalibrationSpec:
     """What to render: seeds x tracks x step scales, each under every degradation."""
 
-    seeds: tuple[int, ...] = (101, 102, 103, 104, 105, 106)
+    seeds: tuple[int, ...] = tuple(range(9000, 9006))  # as `wcbench calibrate`; suites and benchmarks use others
     tracks: tuple[str, ...] = ("basic", "combined", "diagonal")  # see calibration_script
     num_steps: int = 8  # latent steps of motion per script (a standing-still step is added)
     step_scales: tuple[float, ...] = (0.75, 1.0, 1.5)  # multiples of ``steps``
