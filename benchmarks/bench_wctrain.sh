@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Post-training benchmark: the headline run, the ablations, their wcbench evaluation and the
-# table (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
+# table and the per-label comparison (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
 #
 #   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 2 h on a 2-core CPU
 #
@@ -35,3 +35,4 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "sample-level (short)=$OUT/eval-short-sample" --markdown "$OUT/table.md"
+python benchmarks/per_label_following.py "$OUT/eval-baseline" "$OUT/eval-headline" | tee "$OUT/per_label.txt"

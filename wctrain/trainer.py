@@ -127,7 +127,8 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
 
     With ``rl.focus_candidates`` > 1 (and ``label_accuracy``), the script is drawn from that
     many candidates, weighted towards those whose target clip ``clip`` commands the labels
-    the policy follows worst (:mod:`wctrain.curriculum`).
+    the policy follows worst (:mod:`wctrain.curriculum`); not with ``rl.episode_pool``, whose
+    episodes stay fixed.
     """
     from wcbench.actions import parse_script
 
@@ -135,7 +136,8 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
     rng = np.random.default_rng(_seed(cfg.rl.seed, draw, group))
     num_steps = 4 * cfg.rl.episode_clips - 1
     scripts = []
-    for _ in range(cfg.rl.focus_candidates if label_accuracy is not None else 1):
+    focused = label_accuracy is not None and not cfg.rl.episode_pool
+    for _ in range(cfg.rl.focus_candidates if focused else 1):
         track = "combined" if rng.random() < cfg.rl.combined_fraction else "basic"
         scripts.append(parse_script(generate_script(rng, track, num_steps, suite.step_degrees)))
     script = scripts[0]
@@ -346,6 +348,7 @@ def train(cfg: Any) -> Path:
             row = {"step": step + 1, "reward_if": float(gathered[:, 0].mean()), "reward_vq": float(gathered[:, 1].mean()),
                    "r_mean": float(gathered[:, 2].mean()), "r_std": float(gathered[:, 2].std()),
                    "loss": loss_sum, "deviation": deviation, "clip": rollouts[0].clip,
+                   "weakest_labels": [int(i) for i in np.argsort(label_accuracy, kind="stable")[:4]],
                    "clip_generations": sum(r.clip_generations for r in rollouts) * world,
                    "seconds": time.perf_counter() - started}
             # 8. evaluate and checkpoint
