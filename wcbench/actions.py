@@ -265,6 +265,12 @@ def clip_step_ranges(num_steps: int, latents_per_clip: int = 4) -> list[range]:
     return ranges
 
 
+def clip_step_actions(script: Script, clip: int, latents_per_clip: int = 4) -> list[Action]:
+    """The actions of the latent steps clip ``clip`` generates (see :func:`clip_step_ranges`)."""
+    steps = clip_step_ranges(script.num_steps, latents_per_clip)[clip]
+    return script.step_actions()[steps.start - 1:steps.stop - 1]
+
+
 def clip_of_transition(frame: int, latents_per_clip: int = 4) -> int:
     """Clip index (0-based) that generates ``frame`` (f >= 1)."""
     return step_of_frame(frame) // latents_per_clip

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wcbench.actions import NUM_LABELS, Script, clip_step_ranges
+from wcbench.actions import NUM_LABELS, Script, clip_step_actions
 
 PRIOR_ACCURACY = 0.5  # a label no rollout has visited yet counts as half followed
 
@@ -28,8 +28,7 @@ def initial_label_accuracy() -> np.ndarray:
 
 def clip_labels(script: Script, clip: int, latents_per_clip: int = 4) -> set[int]:
     """Full labels commanded in clip ``clip`` of ``script``."""
-    steps = clip_step_ranges(script.num_steps, latents_per_clip)[clip]
-    return {action.label for action in script.step_actions()[steps.start - 1:steps.stop - 1]}
+    return {action.label for action in clip_step_actions(script, clip, latents_per_clip)}
 
 
 def label_mask(labels: list[set[int]]) -> np.ndarray:

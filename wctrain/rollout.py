@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from wcbench.actions import Script, clip_step_ranges
+from wcbench.actions import Script, clip_step_actions
 from wcbench.scoring.case import ClipView
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
 from wctrain.models.wcbench_adapter import resize_frames, to_model_size
@@ -61,8 +61,7 @@ def _size(image: np.ndarray) -> tuple[int, int]:
 
 
 def _clip_actions(script: Script, clip: int, latents_per_clip: int) -> tuple[torch.Tensor, list]:
-    steps = clip_step_ranges(script.num_steps, latents_per_clip)[clip]
-    actions = script.step_actions()[steps.start - 1:steps.stop - 1]
+    actions = clip_step_actions(script, clip, latents_per_clip)
     return actions_to_tensor(actions)[None], actions
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from wcbench.actions import Script, clip_step_ranges, script_from_steps
+from wcbench.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
 from wcbench.scoring.following import FollowingResult, score_following
 from wcbench.scoring.quality import QualityResult, clip_vq
 
@@ -126,7 +126,7 @@ def clip_view(video: np.ndarray, script: Script, clip: int, latents_per_clip: in
     last = 4 * (steps.stop - 1)
     if len(video) <= last:
         raise ValueError(f"video has {len(video)} frames; clip {clip} ends at frame {last}")
-    actions = script.step_actions()[steps.start - 1:steps.stop - 1]
+    actions = clip_step_actions(script, clip, latents_per_clip)
     return ClipView(frames=video[first:last + 1], script=script_from_steps(actions), reference=video[0],
                     true_poses=None if true_poses is None else true_poses[first:last + 1])
 
