@@ -12,26 +12,22 @@ was made.
 from __future__ import annotations
 
 import argparse
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from wcbench.actions import label_name
-from wcbench.report import load_records
+from wcbench.report import confusion_matrix, load_records
 
 
 def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]]:
-    """{commanded label: (accuracy, transitions, most frequent detected label)}."""
-    detected_by_label: dict[int, list[int]] = defaultdict(list)
-    for record in load_records(results_dir):
-        if record.get("track") != track or record.get("status") != "ok":
-            continue
-        labels = record["labels"]
-        for want, got in zip(labels["commanded"], labels["detected"]):
-            detected_by_label[int(want)].append(int(got))
-    return {label: (float(np.mean(np.array(got) == label)), len(got), Counter(got).most_common(1)[0][0])
-            for label, got in sorted(detected_by_label.items())}
+    """{commanded label: (accuracy, transitions, most frequent detected label)}, read off the
+    report's full-label confusion matrix of the track's cases."""
+    records = [r for r in load_records(results_dir) if r.get("track") == track]
+    counts = confusion_matrix(records, "full").to_numpy()
+    totals = counts.sum(axis=1)
+    return {int(label): (counts[label, label] / totals[label], int(totals[label]), int(np.argmax(counts[label])))
+            for label in np.flatnonzero(totals)}
 
 
 def main() -> None:
