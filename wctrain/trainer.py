@@ -334,11 +334,11 @@ def train(cfg: Any) -> Path:
             gathered = accelerator.gather(torch.tensor([[s["if"][i], s["vq"][i], a.r[i]] for s, a in
                                                         zip(scores, advantages) for i in range(cfg.rl.group_size)],
                                                        dtype=torch.float64)).numpy()
-            # the curriculum's running IF per label, from every rank's groups (same on all ranks)
-            per_group = accelerator.gather(torch.as_tensor(np.concatenate(
-                [label_mask(visited), np.array([[np.mean(s["if"])] for s in scores])], axis=1))).numpy()
-            label_accuracy = update_label_accuracy(label_accuracy, per_group[:, :-1], per_group[:, -1],
-                                                   cfg.rl.focus_rate)
+            # the curriculum's running IF per label, from every rank's groups (same on all ranks);
+            # both gathers list the groups in the same order, G candidates per group
+            visited_mask = accelerator.gather(torch.as_tensor(label_mask(visited))).numpy()
+            group_if = gathered[:, 0].reshape(len(visited_mask), cfg.rl.group_size).mean(axis=1)
+            label_accuracy = update_label_accuracy(label_accuracy, visited_mask, group_if, cfg.rl.focus_rate)
             zero_deviation_steps = zero_deviation_steps + 1 if step > start and deviation == 0.0 else 0
             # sparse training (only the embedding rows of the labels used) leaves v_theta = v_old
             # exactly on labels not yet updated, so only a long run of zeros is suspicious
