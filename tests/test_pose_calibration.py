@@ -142,3 +142,12 @@ def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
         poses = script_trajectory(parse_script(text), StepSizes(0.05, 1.5))
         pitches = [yaw_pitch_deg(pose[:3, :3])[1] for pose in poses]
         assert max(abs(p) for p in pitches) <= PITCH_LIMIT_DEG + 1e-6, text
+
+
+def test_calibration_script_rejects_an_unknown_track():
+    import pytest
+
+    from wcbench.pose.calibration import CalibrationSpec, calibration_script
+
+    with pytest.raises(ValueError, match="unknown calibration track 'diagonl'.*diagonal"):
+        calibration_script(9000, "diagonl", 0, CalibrationSpec())

@@ -138,7 +138,10 @@ def calibration_script(seed: int, track: str, scale_index: int, spec: Calibratio
     """The deterministic script of one calibration video (``track``: basic, combined or diagonal)."""
     from wcbench.suite import TRACKS, generate_script
 
-    rng = np.random.default_rng([seed, (*TRACKS, "diagonal").index(track), scale_index])
+    known = (*TRACKS, "diagonal")
+    if track not in known:
+        raise ValueError(f"unknown calibration track {track!r}; known: {', '.join(known)}")
+    rng = np.random.default_rng([seed, known.index(track), scale_index])
     step_deg = spec.steps.degrees * spec.step_scales[scale_index]
     if track == "diagonal":
         script = diagonal_script(rng, spec.num_steps, step_deg)
