@@ -56,3 +56,12 @@ def test_focused_sampler_visits_the_failing_labels_more_often():
 
     uniform, focused = share(1), share(6)
     assert focused > uniform + 0.2, (uniform, focused)
+
+
+def test_curriculum_settings_are_checked_when_the_config_is_built():
+    from wctrain.trainer import RLConfig
+
+    with pytest.raises(ValueError, match="rl.focus_candidates must be at least 1"):
+        RLConfig(focus_candidates=0)
+    with pytest.raises(ValueError, match=r"rl.focus_rate must be in \(0, 1\]"):
+        RLConfig(focus_rate=1.5)

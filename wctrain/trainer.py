@@ -67,6 +67,13 @@ class RLConfig:
     focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # checked here, before any rollout, rather than at the first episode or update
+        if self.focus_candidates < 1:
+            raise ValueError(f"rl.focus_candidates must be at least 1 (1: no curriculum), got {self.focus_candidates}")
+        if not 0.0 < self.focus_rate <= 1.0:
+            raise ValueError(f"rl.focus_rate must be in (0, 1], got {self.focus_rate}")
+
 
 @dataclass
 class RewardConfig:
