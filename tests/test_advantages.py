@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from wctrain.advantages import (AdvantageConfig, best_of_n, combine, compute_group_advantages, group_normalize,
+from wctrain.advantages import (AdvantageConfig, best_of_n, combine, compute_group_advantages,
+                                compute_latent_advantages, group_normalize,
                                 lambda_weights, reward_std, to_r)
 
 
@@ -122,3 +123,26 @@ def test_compute_group_advantages_rejects_mismatches():
         compute_group_advantages({"if": [1.0, 2.0]}, config)
     with pytest.raises(ValueError, match="one value per candidate"):
         compute_group_advantages({"if": [1.0, 2.0], "vq": [1.0, 2.0, 3.0]}, config)
+
+
+def test_latent_advantages_normalise_each_latent_over_the_candidates():
+    # IF per (candidate, latent); VQ per candidate, counted for every latent of its clip
+    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, z=2.0, top_k=1)
+    result = compute_latent_advantages({"if": [[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]], "vq": [0.5, 0.6, 0.7]}, config)
+    a, b = 1 / np.sqrt(2), np.sqrt(2)  # IF advantages of (1, 0, 1) and (0, 0, 1) over the group
+    vq = np.sqrt(1.5)                  # VQ advantage of 0.7 in (0.5, 0.6, 0.7)
+    expected = 0.5 * np.array([[a, -b / 2], [-b, -b / 2], [a, b]]) + 0.5 * np.array([[-vq], [0.0], [vq]])
+    assert result.advantage.numpy() == pytest.approx(expected, abs=1e-5)
+    assert result.r.numpy() == pytest.approx(0.5 + 0.5 * np.clip(expected / 2.0, -1, 1), abs=1e-5)
+    assert result.selected.tolist() == [0, 2]  # ranked by the mean over latents: c2 best, c0 worst
+    # a latent that every candidate follows alike pushes nothing, whatever the other latents do
+    flat = compute_latent_advantages({"if": [[1.0, 0.0], [1.0, 1.0]], "vq": [0.5, 0.5]}, config)
+    assert flat.r[:, 0].tolist() == [0.5, 0.5] and flat.r[0, 1] < 0.5 < flat.r[1, 1]
+
+
+def test_latent_advantages_reject_bad_shapes():
+    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5})
+    with pytest.raises(ValueError, match="at least one"):
+        compute_latent_advantages({"if": [1.0, 0.0], "vq": [0.5, 0.6]}, config)
+    with pytest.raises(ValueError, match="one value per candidate"):
+        compute_latent_advantages({"if": [[1.0, 0.0], [0.0, 1.0]], "vq": [0.5, 0.6, 0.7]}, config)

@@ -50,6 +50,22 @@ def test_one_frame_off_is_caught():
     assert list(missed) == [1, 13, 29]  # the first transition of each new action
 
 
+def test_step_accuracy_is_per_latent_and_averages_to_the_clip():
+    """Lagging one latent: each step scores on its own, and a clip is the mean of its steps."""
+    script = parse_script("w-3, left-2, d+up-2, d-2")
+    late = [Action()] * 4 + script.frame_actions()[:-4]
+    result = score_following(trajectory_from_actions(late, STEPS), script, TH)
+    # steps 1-9 command w, w, w, left, left, d+up, d+up, d, d; the camera does the step before's
+    assert result.step_accuracy("full").tolist() == [0, 1, 1, 0, 1, 0, 1, 0, 1]
+    # standing for w, d after d+up: one axis right; left after w, d+up after left: both wrong
+    assert result.step_accuracy("mean").tolist() == [0.5, 1, 1, 0, 1, 0, 1, 0.5, 1]
+    steps = result.step_accuracy()
+    for clip, transitions in zip(result.per_clip, clip_transitions(script.num_frames, 4)):
+        assert clip.if_acc == pytest.approx(steps[transitions.start // 4:transitions.stop // 4].mean())
+    with pytest.raises(ValueError, match="'full' or 'mean'"):
+        result.step_accuracy("rotation")
+
+
 def test_wrong_frame_count_is_an_error():
     script = parse_script("w-3")
     with pytest.raises(ValueError, match="needs 13"):

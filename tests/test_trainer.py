@@ -154,3 +154,39 @@ def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):
     assert len(select_trainable(model, None)) == len(list(model.parameters()))
     with pytest.raises(ValueError, match="action_embeding"):
         select_trainable(model, ["action_embeding"])
+
+
+def test_per_latent_credit_reaches_only_the_latents_own_action(tiny_init):
+    """With r per latent, a latent at r = 1/2 moves nothing: at v_theta = v_old the embedding row
+    of an action only that latent commands gets no gradient, while a clip-level r moves it."""
+    from wcbench.actions import Action
+    from wctrain.models.base import actions_to_tensor
+    from wctrain.policy import build_frozen_copy
+    from wctrain.rollout import GroupRollout
+    from wctrain.trainer import RLConfig, group_loss, select_trainable
+
+    torch.manual_seed(0)
+    model = TinyWM.from_pretrained(tiny_init)
+    with torch.no_grad():  # a non-zero output layer, so the action embeddings get gradients
+        model.conv_out.weight.normal_(std=0.05)
+    select_trainable(model, ["action_embedding"])
+    old = build_frozen_copy(model)
+    first, second = Action(forward=1, yaw=-1), Action(right=1, yaw=1)
+    actions = actions_to_tensor([first, second])[None].expand(3, -1, -1)
+    latents = torch.randn(3, 2, model.latent_channels, 32, 32)
+    rollout = GroupRollout(0, torch.randn(3, 1, model.latent_channels, 32, 32), latents, actions, [], 3)
+    cfg, sigmas = RLConfig(timestep_fraction=1.0), model.default_sigmas()
+
+    def row_grads(r):
+        model.zero_grad()
+        loss, deviation = group_loss(model, old, None, rollout, r, torch.arange(3), sigmas,
+                                     torch.Generator().manual_seed(0), cfg)
+        loss.backward()
+        assert deviation == 0.0
+        grad = model.action_embedding.weight.grad
+        return grad[first.label].abs().sum().item(), grad[second.label].abs().sum().item()
+
+    per_latent = row_grads(torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5]]))
+    assert per_latent[0] > 0 and per_latent[1] == 0.0
+    per_clip = row_grads(torch.tensor([1.0, 0.0, 1.0]))
+    assert per_clip[0] > 0 and per_clip[1] > 0

@@ -176,3 +176,45 @@ def compute_group_advantages(rewards: Mapping[str, RewardValues], config: Advant
     selected = torch.stack([best_of_n(row, config.top_k) for row in rows])
     selected = selected.reshape(advantage.shape[:-1] + selected.shape[-1:])
     return GroupAdvantages(per_reward, advantage, to_r(advantage, config.z), selected)
+
+
+def _shape(values: RewardValues) -> tuple[int, ...]:
+    return tuple(values.shape) if isinstance(values, (torch.Tensor, np.ndarray)) else np.shape(
+        np.asarray(values, dtype=object))
+
+
+def compute_latent_advantages(rewards: Mapping[str, RewardValues], config: AdvantageConfig,
+                              global_std: Mapping[str, float] | None = None) -> GroupAdvantages:
+    """Per-latent credit for one group: advantages and r per (candidate, latent), ``(G, L)``.
+
+    A reward given per latent, ``(G, L)``, is normalised over the G candidates separately at
+    each latent, so a latent is compared only with the same latent of the other candidates
+    (same commanded action, same position in the clip). A reward given per clip, ``(G,)``, is
+    normalised as in ``compute_group_advantages`` and then counts for each of the clip's
+    latents. Best-of-N ranks the candidates by their mean advantage over the latents;
+    ``selected`` is ``(m,)``. At least one reward must be per latent (it sets L).
+    """
+    if not rewards:
+        raise ValueError("no rewards given; pass at least one, e.g. {'if': [[...], ...], 'vq': [...]}")
+    if set(rewards) != set(config.weights):
+        raise ValueError(f"rewards {sorted(rewards)} and weights {sorted(config.weights)} must name the same "
+                         "rewards; give a weight of 0 to a reward that is computed but not trained on")
+    shapes = {name: _shape(values) for name, values in rewards.items()}
+    per_latent = {name for name, shape in shapes.items() if len(shape) == 2}
+    if not per_latent or any(len(shape) not in (1, 2) for shape in shapes.values()):
+        raise ValueError(f"per-latent advantages need rewards shaped (G, L) or (G,), at least one (G, L); "
+                         f"got shapes {shapes}")
+    size, latents = shapes[min(per_latent)]
+    if any(shape[0] != size or (len(shape) == 2 and shape[1] != latents) for shape in shapes.values()):
+        raise ValueError(f"every reward needs one value per candidate (and per latent), got shapes {shapes}")
+    normalised = {}
+    for name, values in rewards.items():
+        std = None if global_std is None else global_std[name]
+        if name in per_latent:
+            rows = values.T if isinstance(values, torch.Tensor) else np.asarray(values, dtype=object).T.tolist()
+            normalised[name] = group_normalize(rows, config.std_mode, config.eps, std).T  # rows: (L, G)
+        else:
+            normalised[name] = group_normalize(values, config.std_mode, config.eps, std)[:, None].expand(size, latents)
+    advantage = sum(config.weights[name] * value for name, value in normalised.items())
+    selected = best_of_n(advantage.mean(dim=1), config.top_k)
+    return GroupAdvantages(normalised, advantage, to_r(advantage, config.z), selected)

@@ -2,8 +2,9 @@
 
 A pretrained world model fails a few action labels (for tinywm: strafing while turning),
 and a uniform episode sampler visits each of them rarely. The curriculum keeps a running
-IF reward per full action label, fed by every group's rollouts (the group's mean IF reward,
-credited to each label its target clip commands), and picks each training episode from a
+IF reward per full action label, fed by every group's rollouts (with per-latent credit, the
+candidates' mean IF of each latent, credited to that latent's label; with clip credit, the
+group's mean IF, credited to each label its target clip commands), and picks each training episode from a
 few candidate scripts with probability proportional to how badly the policy follows the
 labels of the candidate's target clip. Nothing here looks at held-out cases: the figures
 come from training rollouts only.
@@ -43,8 +44,9 @@ def update_label_accuracy(accuracy: np.ndarray, mask: np.ndarray, group_if: np.n
                           rate: float) -> np.ndarray:
     """Move each visited label's running IF towards the mean IF of the groups that visited it.
 
-    accuracy: (NUM_LABELS,); mask: (groups, NUM_LABELS) from :func:`label_mask`; group_if:
-    (groups,) mean IF reward of each group's candidates; rate in (0, 1].
+    accuracy: (NUM_LABELS,); mask: (rows, NUM_LABELS) from :func:`label_mask`; group_if:
+    (rows,) mean IF reward of each row's candidates (a row is a group, or one latent of a
+    group); rate in (0, 1].
     """
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"curriculum rate must be in (0, 1], got {rate}")

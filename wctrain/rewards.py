@@ -35,6 +35,13 @@ class FollowingReward:
                            else 0.5 * (result.if_trans_acc + result.if_rot_acc))
         return rewards
 
+    def per_latent(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[list[float]]:
+        """The same score for each of a clip's latents (its 4 transitions each): a list of L
+        floats per clip, whose mean is what ``__call__`` returns. Per-latent credit: a latent
+        is rewarded for its own motion, not for the other labels its clip commands."""
+        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.variant).tolist()
+                for view in clips]
+
 
 @dataclass
 class QualityReward:

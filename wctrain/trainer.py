@@ -27,8 +27,9 @@ import torch
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
+from wcbench.actions import clip_step_actions
 from wcbench.suite import generate_script, load_suite
-from wctrain.advantages import AdvantageConfig, compute_group_advantages, reward_std
+from wctrain.advantages import AdvantageConfig, compute_group_advantages, compute_latent_advantages, reward_std
 from wctrain.curriculum import (
     clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
 )
@@ -62,6 +63,7 @@ class RLConfig:
     ramp_steps: int = 40           # progressive: steps until every clip is reachable
     episode_clips: int = 4         # training videos are this many clips long
     combined_fraction: float = 0.8  # share of training episodes from the combined track
+    segment_steps: tuple[int, int] = (2, 6)  # latent steps per action segment of training scripts
     episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
     focus_candidates: int = 6      # label curriculum: pick each episode from this many scripts (1: off)
     focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
@@ -73,6 +75,9 @@ class RLConfig:
             raise ValueError(f"rl.focus_candidates must be at least 1 (1: no curriculum), got {self.focus_candidates}")
         if not 0.0 < self.focus_rate <= 1.0:
             raise ValueError(f"rl.focus_rate must be in (0, 1], got {self.focus_rate}")
+        self.segment_steps = tuple(self.segment_steps)
+        if len(self.segment_steps) != 2 or not 1 <= self.segment_steps[0] <= self.segment_steps[1]:
+            raise ValueError(f"rl.segment_steps must be [min, max] with 1 <= min <= max, got {list(self.segment_steps)}")
 
 
 @dataclass
@@ -83,6 +88,11 @@ class RewardConfig:
     quality: str = "default"       # default | default-drift
     z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
     std_mode: str = "group"        # group | global (std over all groups of all ranks)
+    credit: str = "latent"         # latent: IF reward and r per 4-frame latent | clip: one per clip
+
+    def __post_init__(self) -> None:
+        if self.credit not in ("latent", "clip"):
+            raise ValueError(f"reward.credit must be 'latent' or 'clip', got {self.credit!r}")
 
 
 @dataclass
@@ -146,7 +156,8 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
     focused = label_accuracy is not None and not cfg.rl.episode_pool
     for _ in range(cfg.rl.focus_candidates if focused else 1):
         track = "combined" if rng.random() < cfg.rl.combined_fraction else "basic"
-        scripts.append(parse_script(generate_script(rng, track, num_steps, suite.step_degrees)))
+        scripts.append(parse_script(generate_script(rng, track, num_steps, suite.step_degrees,
+                                                    cfg.rl.segment_steps)))
     script = scripts[0]
     if len(scripts) > 1:
         weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts])
@@ -163,7 +174,11 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
 def group_loss(model, old, ref, rollout: GroupRollout, r: torch.Tensor, selected: np.ndarray,
                sigmas: torch.Tensor, generator: torch.Generator, cfg: RLConfig) -> tuple[torch.Tensor, float]:
     """NFT (or RWR) loss of one group's selected candidates at a random subset of timesteps,
-    with fresh noise; returns (loss, mean |v_theta - v_old|)."""
+    with fresh noise; returns (loss, mean |v_theta - v_old|).
+
+    ``r`` is ``(G,)`` (one per candidate) or ``(G, L)`` (per-latent credit: each latent of a
+    candidate is then its own sample of the loss, with its own r and adaptive weight).
+    """
     index = torch.as_tensor(selected)
     x0, prefix, actions = rollout.candidates[index], rollout.context[index], rollout.actions[index]
     steps = subsample_timesteps(len(sigmas) - 1, cfg.timestep_fraction, generator)
@@ -171,21 +186,27 @@ def group_loss(model, old, ref, rollout: GroupRollout, r: torch.Tensor, selected
     # all chosen timesteps in one batch: (len(steps) * n) samples
     sigma = torch.cat([sigmas[int(s)].expand(n) for s in steps])
     x0_all, prefix_all = x0.repeat(len(steps), 1, 1, 1, 1), prefix.repeat(len(steps), 1, 1, 1, 1)
-    actions_all, r_all = actions.repeat(len(steps), 1, 1), r[index].repeat(len(steps))
+    actions_all = actions.repeat(len(steps), 1, 1)
+    r_all = r[index].repeat(len(steps), *([1] * (r.dim() - 1)))
     noise = torch.randn(x0_all.shape, generator=generator)
     x_t = add_noise(x0_all, noise, sigma)
     v_theta = model.velocity(x_t, sigma, model.build_context(prefix_all, x0_all), actions_all)
     with torch.no_grad():
         v_old = old.velocity(x_t, sigma, old.build_context(prefix_all, x0_all), actions_all)
+        v_ref = (ref.velocity(x_t, sigma, ref.build_context(prefix_all, x0_all), actions_all)
+                 if cfg.kl_weight > 0 else None)
+    if r_all.dim() == 2:
+        latents = x0_all.shape[1]
+        v_theta, v_old, x_t, x0_all = (x.flatten(0, 1)[:, None] for x in (v_theta, v_old, x_t, x0_all))
+        v_ref = None if v_ref is None else v_ref.flatten(0, 1)[:, None]
+        sigma, r_all = sigma.repeat_interleave(latents), r_all.flatten()
     if cfg.loss == "nft":
         loss = nft_loss(v_theta, v_old, x_t, x0_all, sigma, r_all, beta=cfg.beta)
     elif cfg.loss == "rwr":
         loss = rwr_loss(v_theta, x_t, x0_all, sigma, r_all)
     else:
         raise ValueError(f"rl.loss must be 'nft' or 'rwr', got {cfg.loss!r}")
-    if cfg.kl_weight > 0:
-        with torch.no_grad():
-            v_ref = ref.velocity(x_t, sigma, ref.build_context(prefix_all, x0_all), actions_all)
+    if v_ref is not None:
         loss = loss + cfg.kl_weight * kl_to_reference(v_theta, v_ref)
     return loss.mean(), float((v_theta.detach() - v_old).abs().mean())
 
@@ -288,6 +309,7 @@ def train(cfg: Any) -> Path:
     weights = {"if": cfg.reward.lam, "vq": 1.0 - cfg.reward.lam}
     sigmas = model.default_sigmas()
     rollout_fn = {"clip": rollout_clip_level, "sample": rollout_sample_level}[cfg.rl.rollout]
+    per_latent = cfg.reward.credit == "latent"
     zero_deviation_steps = 0
 
     progress = Progress(TextColumn("[bold]wctrain"), BarColumn(), MofNCompleteColumn(),
@@ -298,27 +320,30 @@ def train(cfg: Any) -> Path:
             started = time.perf_counter()
             # 2. rollouts with the old policy: this rank's groups
             groups = [rank * cfg.rl.groups_per_rank + g for g in range(cfg.rl.groups_per_rank)]
-            rollouts, scores, visited = [], [], []
+            rollouts, scores, episodes = [], [], []
             clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
             for group in groups:
                 generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 1))
                 episode = sample_episode(cfg, suite, step, group, held_out, label_accuracy, clip)
-                visited.append(clip_labels(episode.script, clip))
+                episodes.append(episode)
                 rollout = rollout_fn(old.module, episode, clip, cfg.rl.group_size, sigmas, generator,
                                      eta=cfg.rl.sampler_eta, explore=cfg.rl.explore)
                 rollouts.append(rollout)
                 # 3. rewards: the benchmark's scorers
                 prompts = [episode.prompt] * cfg.rl.group_size
-                scores.append({reward.name: reward(rollout.views, prompts) for reward in rewards})
-            # 4. advantages: normalised per group (std over every rank's groups in global mode)
+                scores.append({reward.name: (reward.per_latent if per_latent and reward.name == "if" else reward)(
+                    rollout.views, prompts) for reward in rewards})
+            # 4. advantages: normalised per group, or per latent of a group (std over every rank's
+            #    groups in global mode)
             global_std = None
             if cfg.reward.std_mode == "global":
                 gathered = {name: accelerator.gather(torch.tensor([s[name] for s in scores], dtype=torch.float64))
                             for name in weights}
-                global_std = {name: float(reward_std(values.numpy())) for name, values in gathered.items()}
+                global_std = {name: float(reward_std(values.flatten(1).numpy())) for name, values in gathered.items()}
             adv_cfg = AdvantageConfig(weights=weights, z=cfg.reward.z, std_mode=cfg.reward.std_mode,
                                       top_k=cfg.rl.top_k)
-            advantages = [compute_group_advantages(s, adv_cfg, global_std) for s in scores]
+            advantage_fn = compute_latent_advantages if per_latent else compute_group_advantages
+            advantages = [advantage_fn(s, adv_cfg, global_std) for s in scores]
             # 5. loss on the target clip, gradient mean over all groups of all ranks
             optimizer.zero_grad(set_to_none=True)
             deviation, loss_sum = 0.0, 0.0
@@ -338,14 +363,21 @@ def train(cfg: Any) -> Path:
             old.update(model)
             eval_ema.update(model)
             # 7. log (rank 0 writes), warn if the policy never moves away from the old one
-            gathered = accelerator.gather(torch.tensor([[s["if"][i], s["vq"][i], a.r[i]] for s, a in
-                                                        zip(scores, advantages) for i in range(cfg.rl.group_size)],
+            gathered = accelerator.gather(torch.tensor([[np.mean(s["if"][i]), s["vq"][i], float(a.r[i].mean())]
+                                                        for s, a in zip(scores, advantages)
+                                                        for i in range(cfg.rl.group_size)],
                                                        dtype=torch.float64)).numpy()
-            # the curriculum's running IF per label, from every rank's groups (same on all ranks);
-            # both gathers list the groups in the same order, G candidates per group
-            visited_mask = accelerator.gather(torch.as_tensor(label_mask(visited))).numpy()
-            group_if = gathered[:, 0].reshape(len(visited_mask), cfg.rl.group_size).mean(axis=1)
-            label_accuracy = update_label_accuracy(label_accuracy, visited_mask, group_if, cfg.rl.focus_rate)
+            # the curriculum's running IF per label, from every rank's groups (same on all ranks):
+            # per latent (its own label) with per-latent credit, else per clip (each of its labels)
+            if per_latent:
+                unit_labels = [{a.label} for e in episodes for a in clip_step_actions(e.script, clip)]
+                unit_if = [float(np.mean(column)) for s in scores for column in np.asarray(s["if"]).T]
+            else:
+                unit_labels = [clip_labels(e.script, clip) for e in episodes]
+                unit_if = [float(np.mean(s["if"])) for s in scores]
+            visited_mask = accelerator.gather(torch.as_tensor(label_mask(unit_labels))).numpy()
+            unit_if = accelerator.gather(torch.tensor(unit_if, dtype=torch.float64)).numpy()
+            label_accuracy = update_label_accuracy(label_accuracy, visited_mask, unit_if, cfg.rl.focus_rate)
             zero_deviation_steps = zero_deviation_steps + 1 if step > start and deviation == 0.0 else 0
             # sparse training (only the embedding rows of the labels used) leaves v_theta = v_old
             # exactly on labels not yet updated, so only a long run of zeros is suspicious

@@ -56,6 +56,19 @@ class FollowingResult:
     per_clip: tuple[ClipScore, ...]
     commanded: np.ndarray  # (T-1,) full labels, index f-1 = transition into frame f
     detected: np.ndarray   # (T-1,)
+    hits: np.ndarray       # (3, T-1) bool: full, translation and rotation hit of every transition
+
+    def step_accuracy(self, variant: str = "full") -> np.ndarray:
+        """Accuracy of every latent step after the first, ``(L-1,)``: the mean hit over its 4
+        transitions. ``full`` is the 81-class label, ``mean`` the mean of translation and
+        rotation. Every step has 4 transitions, so the clip's score is the mean of its steps'."""
+        if variant == "full":
+            hits = self.hits[0].astype(float)
+        elif variant == "mean":
+            hits = 0.5 * (self.hits[1].astype(float) + self.hits[2].astype(float))
+        else:
+            raise ValueError(f"accuracy variant must be 'full' or 'mean', got {variant!r}")
+        return hits.reshape(-1, FRAMES_PER_LATENT).mean(axis=1)
 
     def clip_dicts(self) -> list[dict]:
         return [asdict(clip) | {"frames": list(clip.frames)} for clip in self.per_clip]
@@ -132,5 +145,5 @@ def score_following(poses: np.ndarray, script: Script, thresholds: Thresholds,
         if_acc=float(np.mean([c.if_acc for c in clips])),
         if_trans_acc=float(np.mean([c.if_trans_acc for c in clips])),
         if_rot_acc=float(np.mean([c.if_rot_acc for c in clips])),
-        per_clip=clips, commanded=commanded, detected=detected,
+        per_clip=clips, commanded=commanded, detected=detected, hits=np.stack([full, trans, rot]),
     )
