@@ -1,12 +1,16 @@
 """Within-group IF spread of tinywm's rollouts: how many groups give RL a following signal.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_exploration.py [--groups 16] [--eta 0 1 1] [--explore 0 0 1]
+        [--mode isotropic isotropic components] [--episodes training|strafe-yaw]
 
-For each (eta, explore) setting, the same ``--groups`` combined-track training episodes (target
-clip cycling 0..3) are rolled out at clip level with G = 8 candidates exactly as the trainer
-does, and each candidate is scored with the trainer's IF reward. Prints the share of groups
+For each (eta, explore, mode) setting, the same ``--groups`` episodes are rolled out at clip
+level with G = 8 candidates exactly as the trainer does, and each candidate is scored with
+the trainer's IF reward. ``training``: combined-track training episodes, target clip cycling
+0..3. ``strafe-yaw``: one label held for the whole clip, cycling over the four labels tinywm
+fails most (left/right while yawing left/right), target clip 1. Prints the share of groups
 whose 8 candidates do not all score the same (a group without spread has advantage 0), the
-mean IF and the mean of each group's best IF.
+share of groups where at least one candidate's latent hits its full label, the mean IF and
+the mean of each group's best IF.
 """
 
 from __future__ import annotations
@@ -16,14 +20,31 @@ import argparse
 import numpy as np
 import torch
 
+from wcbench.actions import Action, script_from_steps
 from wcbench.pose import build_estimator
+from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.suite import load_suite
 from wctrain.models.wcbench_adapter import load_tinywm
 from wctrain.rewards import FollowingReward
-from wctrain.rollout import rollout_clip_level
+from wctrain.rollout import Episode, rollout_clip_level
 from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
+
+STRAFE_YAW = [Action(right=right, yaw=yaw) for right in (1, -1) for yaw in (1, -1)]
+
+
+def episodes(kind: str, count: int, suite) -> list[tuple[Episode, int]]:
+    """(episode, target clip) pairs of one kind, the same for every setting."""
+    if kind == "training":
+        cfg = TrainerConfig(rl=RLConfig(combined_fraction=1.0, seed=7))
+        return [(sample_episode(cfg, suite, step, 0, set()), step % 4) for step in range(count)]
+    pairs = []
+    for index in range(count):
+        script = script_from_steps([STRAFE_YAW[index % len(STRAFE_YAW)]] * 7)
+        world = synthetic_world(suite, script, 555 + index)
+        pairs.append((Episode(world.image, script, world.prompt), 1))
+    return pairs
 
 
 def main() -> None:
@@ -31,27 +52,33 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=16)
     parser.add_argument("--eta", type=float, nargs="+", default=[0.0, 1.0, 1.0])
     parser.add_argument("--explore", type=float, nargs="+", default=[0.0, 0.0, 1.0])
+    parser.add_argument("--mode", nargs="+", default=None, help="isotropic | components, one per setting")
+    parser.add_argument("--episodes", choices=["training", "strafe-yaw"], default="training")
     args = parser.parse_args()
-    if len(args.eta) != len(args.explore):
-        parser.error("--eta and --explore need one value per setting each")
+    modes = args.mode or ["isotropic"] * len(args.eta)
+    if not len(args.eta) == len(args.explore) == len(modes):
+        parser.error("--eta, --explore and --mode need one value per setting each")
 
     model = load_tinywm(None).eval()
     suite = load_suite("wc-mini")
     reward = FollowingReward(Scorers(build_estimator("opencv"), build_quality_scorer("default")),
                              fov_deg=suite.fov_deg)
-    cfg = TrainerConfig(rl=RLConfig(combined_fraction=1.0, seed=7))
-    for eta, explore in zip(args.eta, args.explore):
-        spread, means, best = [], [], []
-        for step in range(args.groups):
-            episode = sample_episode(cfg, suite, step, 0, set())
-            rollout = rollout_clip_level(model, episode, step % 4, 8, model.default_sigmas(),
-                                         torch.Generator().manual_seed(step), eta=eta, explore=explore)
-            values = np.array(reward(rollout.views))
+    cases = episodes(args.episodes, args.groups, suite)
+    for eta, explore, mode in zip(args.eta, args.explore, modes):
+        spread, any_hit, means, best = [], [], [], []
+        for step, (episode, clip) in enumerate(cases):
+            rollout = rollout_clip_level(model, episode, clip, 8, model.default_sigmas(),
+                                         torch.Generator().manual_seed(step), eta=eta, explore=explore,
+                                         explore_mode=mode)
+            latents = np.array(reward.per_latent(rollout.views))  # (8, L)
+            values = latents.mean(axis=1)
             spread.append(values.std() > 0)
+            any_hit.append(latents.max(axis=0).mean())
             means.append(values.mean())
             best.append(values.max())
-        print(f"eta {eta:.1f} explore {explore:.1f}: groups with spread {np.mean(spread):.0%}, "
-              f"mean IF {np.mean(means):.3f}, mean best-of-8 IF {np.mean(best):.3f}", flush=True)
+        print(f"eta {eta:.1f} explore {explore:.1f} {mode}: groups with spread {np.mean(spread):.0%}, "
+              f"latents hit by some candidate {np.mean(any_hit):.0%}, mean IF {np.mean(means):.3f}, "
+              f"mean best-of-8 IF {np.mean(best):.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -142,6 +142,15 @@ def test_exploration_varies_candidates_only_inside_the_block(tiny_init):
             model.velocity(x[:2], sigma[:2], TinyWMContext(history=ctx.history[:2]), actions[:2])
     assert not torch.allclose(explored[0], explored[1]) and not torch.allclose(explored[1], explored[2])
     assert torch.equal(model.velocity(x, sigma, ctx, actions), plain)  # the block leaves nothing behind
+    # components: more or less of the label's own rotation and translation; none stays none
+    with model.explore(1.0, 3, torch.Generator().manual_seed(0), mode="components"):
+        explored = model.velocity(x, sigma, ctx, actions)
+        still = model.velocity(x, sigma, ctx, torch.zeros(3, 4, 4))
+    assert not torch.allclose(explored[0], explored[1])
+    assert torch.equal(still[0], still[1]) and torch.equal(still[1], still[2])
+    with pytest.raises(ValueError, match="'isotropic' or 'components'"):
+        with model.explore(1.0, 3, torch.Generator(), mode="sideways"):
+            pass
 
 
 def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):
@@ -190,3 +199,21 @@ def test_per_latent_credit_reaches_only_the_latents_own_action(tiny_init):
     assert per_latent[0] > 0 and per_latent[1] == 0.0
     per_clip = row_grads(torch.tensor([1.0, 0.0, 1.0]))
     assert per_clip[0] > 0 and per_clip[1] > 0
+
+
+def test_segment_steps_shape_training_scripts_and_settings_are_checked():
+    from wcbench.suite import load_suite
+    from wctrain.trainer import RewardConfig, RLConfig, TrainerConfig, sample_episode
+
+    suite = load_suite("wc-mini")
+    for steps, longest in (((1, 1), 1), ((2, 6), 6)):
+        cfg = TrainerConfig(rl=RLConfig(segment_steps=steps, combined_fraction=1.0, focus_candidates=1))
+        for draw in range(5):
+            segments = sample_episode(cfg, suite, draw, 0, set()).script.segments
+            assert max(s.count for s in segments) <= longest
+            if steps == (1, 1):  # a new action every latent step
+                assert all(s.count == 1 for s in segments) and len(segments) == 15
+    with pytest.raises(ValueError, match="rl.segment_steps"):
+        RLConfig(segment_steps=(0, 2))
+    with pytest.raises(ValueError, match="reward.credit"):
+        RewardConfig(credit="frame")

@@ -180,7 +180,8 @@ class TinyWM(ModelMixin, ConfigMixin):
         # start as "the next frames repeat the last one" so early training is stable
         nn.init.zeros_(self.conv_out.weight)
         nn.init.zeros_(self.conv_out.bias)
-        self._action_offsets: torch.Tensor | None = None  # set only inside explore()
+        # set only inside explore(): (mode, per-candidate offsets or coefficients)
+        self._exploration: tuple[str, torch.Tensor] | None = None
 
     # ------------------------------------------------------------ latent space
 
@@ -258,10 +259,8 @@ class TinyWM(ModelMixin, ConfigMixin):
         time_emb = self.time_embedding(self.time_proj(sigma.reshape(-1) * 1000).to(x_t.dtype))
         labels = self.action_labels(actions).reshape(batch * num_latents, fpl)
         frame_emb = self.action_embedding(labels)
-        if self._action_offsets is not None:
-            if self._action_offsets.shape[0] != batch:
-                raise ValueError(f"explore() was set up for a batch of {self._action_offsets.shape[0]}, got {batch}")
-            frame_emb = frame_emb + self._action_offsets.repeat_interleave(num_latents, 0)[:, None]
+        if self._exploration is not None:
+            frame_emb = frame_emb + self._exploration_offsets(labels, batch, num_latents)
         action_emb = self.action_proj(frame_emb.flatten(1))
         cond_emb = time_emb + action_emb
 
@@ -294,22 +293,51 @@ class TinyWM(ModelMixin, ConfigMixin):
         return (x_t - sample) / sigma.clamp(min=MIN_SIGMA).reshape(batch, num_latents, 1, 1, 1)
 
     @contextmanager
-    def explore(self, scale: float, batch: int, generator: torch.Generator) -> Iterator[None]:
-        """Exploration for RL rollouts: inside the block, sample ``b`` of the batch gets one fixed
-        Gaussian offset (``scale`` x the embedding table's std) on all its action embeddings.
+    def explore(self, scale: float, batch: int, generator: torch.Generator,
+                mode: str = "isotropic") -> Iterator[None]:
+        """Exploration for RL rollouts: inside the block, sample ``b`` of the batch reads its
+        actions through a perturbed action embedding, fixed for the block.
 
         A flow model trained on exact camera motion maps an action to one motion whatever the
         noise, so G candidates of a clip move alike and a group has no following signal to
-        learn from. A per-candidate offset makes each candidate a slightly different reading of
-        its action (parameter-space exploration); NFT then trains the unperturbed model on the
-        clean samples that followed better. The loss never runs inside this block.
+        learn from. A per-candidate perturbation makes each candidate a slightly different
+        reading of its action (parameter-space exploration); NFT then trains the unperturbed
+        model on the clean samples that followed better. The loss never runs inside this block.
+
+        ``isotropic``: one Gaussian offset per candidate (``scale`` x the table's std) on every
+        frame's embedding. ``components``: per candidate two coefficients ``c_r, c_t ~ N(0,
+        scale^2)``; a frame commanding label ``(t, r)`` gets ``c_r (e(none, r) - e(none)) + c_t
+        (e(t, none) - e(none))``, more or less of its own rotation and translation. In 128
+        dimensions an isotropic offset hardly points along the directions the model reads as
+        motion, so a combined label whose rotation the model drops is rarely turned.
         """
-        std = float(self.action_embedding.weight.detach().std())
-        self._action_offsets = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
+        if mode == "isotropic":
+            std = float(self.action_embedding.weight.detach().std())
+            values = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
+        elif mode == "components":
+            values = scale * torch.randn(batch, 2, generator=generator)
+        else:
+            raise ValueError(f"exploration mode must be 'isotropic' or 'components', got {mode!r}")
+        self._exploration = (mode, values)
         try:
             yield
         finally:
-            self._action_offsets = None
+            self._exploration = None
+
+    def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
+        """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore()."""
+        mode, values = self._exploration
+        if values.shape[0] != batch:
+            raise ValueError(f"explore() was set up for a batch of {values.shape[0]}, got {batch}")
+        values = values.repeat_interleave(num_latents, 0)
+        if mode == "isotropic":
+            return values[:, None]
+        table = self.action_embedding.weight.detach()
+        still_t, still_r = Action().translation_label, Action().rotation_label
+        still = table[NUM_ROTATION * still_t + still_r]
+        rotation = table[NUM_ROTATION * still_t + labels % NUM_ROTATION] - still
+        translation = table[NUM_ROTATION * (labels // NUM_ROTATION) + still_r] - still
+        return values[:, 0, None, None] * rotation + values[:, 1, None, None] * translation
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
         """Per-frame signs (..., 4) -> full labels 9 * translation + rotation (...), as wcbench counts them."""
