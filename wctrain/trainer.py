@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from wcbench.actions import clip_step_actions
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
-from wcbench.actions import clip_step_actions
 from wcbench.suite import generate_script, load_suite
 from wctrain.advantages import AdvantageConfig, compute_group_advantages, compute_latent_advantages, reward_std
 from wctrain.curriculum import (
@@ -172,7 +172,15 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
     return Episode(world.image, script, world.prompt)
 
 
-# ---------------------------------------------------------------- loss
+# ---------------------------------------------------------------- rewards and loss
+
+def score_group(rewards: list, views: list, prompts: list[str], per_latent: bool) -> dict[str, list]:
+    """Each reward's values for a group's candidates: one float per candidate, or with
+    ``per_latent`` one list per candidate (a float per latent) from a reward that has a
+    ``per_latent`` form (the IF reward; VQ stays per clip)."""
+    return {reward.name: (reward.per_latent if per_latent and hasattr(reward, "per_latent") else reward)(views, prompts)
+            for reward in rewards}
+
 
 def group_loss(model, old, ref, rollout: GroupRollout, r: torch.Tensor, selected: np.ndarray,
                sigmas: torch.Tensor, generator: torch.Generator, cfg: RLConfig) -> tuple[torch.Tensor, float]:
@@ -335,8 +343,7 @@ def train(cfg: Any) -> Path:
                 rollouts.append(rollout)
                 # 3. rewards: the benchmark's scorers
                 prompts = [episode.prompt] * cfg.rl.group_size
-                scores.append({reward.name: (reward.per_latent if per_latent and reward.name == "if" else reward)(
-                    rollout.views, prompts) for reward in rewards})
+                scores.append(score_group(rewards, rollout.views, prompts, per_latent))
             # 4. advantages: normalised per group, or per latent of a group (std over every rank's
             #    groups in global mode)
             global_std = None
