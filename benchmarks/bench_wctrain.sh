@@ -2,7 +2,7 @@
 # Post-training benchmark: the headline run, the ablations, their wcbench evaluation and the
 # table and the per-label comparison (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
 #
-#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 2 h on a 2-core CPU
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 3 h on a 2-core CPU
 #
 # Every run starts from the shipped tinywm; each is evaluated afterwards with `wcbench run` on
 # the held-out suite wc-mini-heldout (its scenes and scripts are none of the training episodes).
@@ -18,9 +18,11 @@ evaluate() {  # evaluate NAME CHECKPOINT_DIR
 # baseline: the shipped checkpoint
 [ -f "$OUT/eval-baseline/results.json" ] || wcbench run --suite wc-mini-heldout --model tinywm --out "$OUT/eval-baseline"
 
-# headline: the default config on 2 processes (timed)
-/usr/bin/time -f "headline wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/headline"
+# headline: the default config, 1 process (timed); the same on 2 processes (twice the groups)
+/usr/bin/time -f "headline wall %e s" wctrain train run_dir="$OUT/headline" eval.every=0
 evaluate headline "$OUT/headline/final"
+/usr/bin/time -f "headline-2proc wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/headline-2proc eval.every=0"
+evaluate headline-2proc "$OUT/headline-2proc/final"
 
 # ablations on a short budget (1 process, 100 steps each; sample-level gets the same wall time)
 SHORT="rl.steps=100 eval.every=0"
@@ -28,11 +30,14 @@ wctrain train run_dir="$OUT/short-default" $SHORT
 wctrain train run_dir="$OUT/short-if-only" $SHORT reward.lam=1.0
 wctrain train run_dir="$OUT/short-vq-only" $SHORT reward.lam=0.0
 wctrain train run_dir="$OUT/short-rwr" $SHORT rl.loss=rwr
+wctrain train run_dir="$OUT/short-clip-credit" $SHORT reward.credit=clip
 wctrain train run_dir="$OUT/short-sample" rl.steps=45 eval.every=0 rl.rollout=sample
-for name in default if-only vq-only rwr sample; do evaluate "short-$name" "$OUT/short-$name/final"; done
+for name in default if-only vq-only rwr clip-credit sample; do evaluate "short-$name" "$OUT/short-$name/final"; done
 
 python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
+  "headline, 2 processes=$OUT/eval-headline-2proc" \
   "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
+  "clip-level credit (short)=$OUT/eval-short-clip-credit" \
   "sample-level (short)=$OUT/eval-short-sample" --markdown "$OUT/table.md"
 python benchmarks/per_label_following.py "$OUT/eval-baseline" "$OUT/eval-headline" | tee "$OUT/per_label.txt"
