@@ -151,6 +151,14 @@ class GroupAdvantages:
         return mask.scatter(-1, self.selected, True)
 
 
+def _check_reward_names(rewards: Mapping[str, RewardValues], config: AdvantageConfig) -> None:
+    if not rewards:
+        raise ValueError("no rewards given; pass at least one, e.g. {'if': [...], 'vq': [...]}")
+    if set(rewards) != set(config.weights):
+        raise ValueError(f"rewards {sorted(rewards)} and weights {sorted(config.weights)} must name the same "
+                         "rewards; give a weight of 0 to a reward that is computed but not trained on")
+
+
 def compute_group_advantages(rewards: Mapping[str, RewardValues], config: AdvantageConfig,
                              global_std: Mapping[str, float] | None = None) -> GroupAdvantages:
     """Normalise each reward within its group, weight and sum them, map to r, pick best-of-N.
@@ -160,11 +168,7 @@ def compute_group_advantages(rewards: Mapping[str, RewardValues], config: Advant
     ``std_mode="global"`` when the caller holds only part of the gathered rewards.
     Best-of-N ranks the combined advantage before clipping (clipping would create ties).
     """
-    if not rewards:
-        raise ValueError("no rewards given; pass at least one, e.g. {'if': [...], 'vq': [...]}")
-    if set(rewards) != set(config.weights):
-        raise ValueError(f"rewards {sorted(rewards)} and weights {sorted(config.weights)} must name the same "
-                         "rewards; give a weight of 0 to a reward that is computed but not trained on")
+    _check_reward_names(rewards, config)
     per_reward = {name: group_normalize(values, config.std_mode, config.eps,
                                         None if global_std is None else global_std[name])
                   for name, values in rewards.items()}
@@ -194,11 +198,7 @@ def compute_latent_advantages(rewards: Mapping[str, RewardValues], config: Advan
     latents. Best-of-N ranks the candidates by their mean advantage over the latents;
     ``selected`` is ``(m,)``. At least one reward must be per latent (it sets L).
     """
-    if not rewards:
-        raise ValueError("no rewards given; pass at least one, e.g. {'if': [[...], ...], 'vq': [...]}")
-    if set(rewards) != set(config.weights):
-        raise ValueError(f"rewards {sorted(rewards)} and weights {sorted(config.weights)} must name the same "
-                         "rewards; give a weight of 0 to a reward that is computed but not trained on")
+    _check_reward_names(rewards, config)
     shapes = {name: _shape(values) for name, values in rewards.items()}
     per_latent = {name for name, shape in shapes.items() if len(shape) == 2}
     if not per_latent or any(len(shape) not in (1, 2) for shape in shapes.values()):

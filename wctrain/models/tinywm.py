@@ -333,10 +333,9 @@ class TinyWM(ModelMixin, ConfigMixin):
         if mode == "isotropic":
             return values[:, None]
         table = self.action_embedding.weight.detach()
-        still_t, still_r = Action().translation_label, Action().rotation_label
-        still = table[NUM_ROTATION * still_t + still_r]
-        rotation = table[NUM_ROTATION * still_t + labels % NUM_ROTATION] - still
-        translation = table[NUM_ROTATION * (labels // NUM_ROTATION) + still_r] - still
+        still = Action()
+        rotation = table[NUM_ROTATION * still.translation_label + labels % NUM_ROTATION] - table[still.label]
+        translation = table[NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label] - table[still.label]
         return values[:, 0, None, None] * rotation + values[:, 1, None, None] * translation
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
