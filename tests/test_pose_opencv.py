@@ -24,7 +24,8 @@ from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.calibration import degrade
 from wcbench.pose.deblock import detect_block_grid
-from wcbench.pose.opencv import OpenCVPoseEstimator, scale_intrinsics, working_size
+from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size
+from wcbench.pose.tracking import TrackerConfig, detect_corners
 from wcbench.scenes.synthetic import build_scene, render_frames
 
 SIZE = 128
@@ -162,6 +163,58 @@ def test_block_grid_found_only_in_compressed_video():
     compressed = degrade(frames, "jpeg")
     grid = detect_block_grid(list(compressed[..., 0]))
     assert grid.is_blocky and grid.phase_x == 7 and grid.phase_y == 7
+
+
+def test_periodic_texture_off_the_coding_grid_is_not_a_grid():
+    """An 8-pixel checker that a slow camera keeps in place looks like a coding grid except for
+    its phase: codecs start their blocks at the frame's corner (pixels 0-7, 8-15, ...)."""
+    index = np.arange(96)
+
+    def checker(offset: int) -> np.ndarray:
+        cells = (index + offset) // 8
+        return ((cells[:, None] + cells[None, :]) % 2 * 120 + 60).astype(np.uint8)
+
+    assert detect_block_grid([checker(0)] * 8).is_blocky  # edges after pixels 7, 15, ...
+    assert not detect_block_grid([checker(3)] * 8).is_blocky  # edges after pixels 4, 12, ...
+
+
+def _faint_scene(size: int = 96) -> np.ndarray:
+    """A pale floor with texture of ~2 grey levels and one strongly textured block."""
+    rng = np.random.default_rng(0)
+    faint = cv2.GaussianBlur(rng.normal(0, 4, (size, size)).astype(np.float32), (0, 0), 1.5)
+    image = 180 + faint
+    image[8:28, 8:28] = np.where((np.indices((20, 20)).sum(axis=0) // 4) % 2, 40, 220)
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def test_contrast_normalisation_finds_corners_in_faint_texture():
+    image = _faint_scene()
+    config = TrackerConfig()
+
+    def faint_share(gray):
+        corners = detect_corners(gray, config).reshape(-1, 2)
+        return np.mean((corners[:, 0] > 34) | (corners[:, 1] > 34))
+
+    assert faint_share(image) < 0.5  # the block's corners dominate the raw image ...
+    assert faint_share(normalize_contrast(image, 0.06, 8.0)) > 0.8  # ... not the normalised one
+
+
+def test_contrast_normalisation_moves_with_the_content():
+    """The same operation at every pixel: shifting the image shifts its normalised version."""
+    image = _faint_scene()
+    shifted = np.roll(image, (5, 7), axis=(0, 1))
+    a = np.roll(normalize_contrast(image, 0.06, 8.0), (5, 7), axis=(0, 1)).astype(int)
+    b = normalize_contrast(shifted, 0.06, 8.0).astype(int)
+    assert np.abs(a - b)[30:-30, 30:-30].max() <= 1
+
+
+def test_pale_scene_with_few_textured_objects(estimator):
+    """Held-out scene 7001: pale floor and walls, textured pillars at about one depth. Without
+    contrast normalisation its tracks all sit on the pillars and a sideways step while pitching
+    up is read as a turn (estimator v2 missed it)."""
+    frames, K, actions = render("d+up-3", seed=7001)
+    expected = [(a.translation_label, a.rotation_label) for a in actions]
+    assert labels(estimator.estimate(frames, K=K), estimator.thresholds) == expected
 
 
 # ---------------------------------------------------------------- real footage

@@ -45,13 +45,15 @@ def detect_block_grid(grays: list[np.ndarray], samples: int = 8, min_ratio: floa
     """Find an 8x8 coding grid in (native-resolution) grayscale frames.
 
     A coding grid shows on both axes; requiring both keeps scene edges that happen to stay
-    put (a horizon while the camera yaws) from passing for one.
+    put (a horizon while the camera yaws) from passing for one. Codecs start their blocks at
+    the frame's top-left pixel, so the grid lines fall after pixels 7, 15, ...; a periodic
+    pattern at another phase is scene texture (a checkered wall seen by a slow camera).
     """
     picks = grays[:: max(1, len(grays) // samples)][:samples]
     stack = np.stack(picks).astype(np.float32)
     phase_x = _phase(np.abs(np.diff(stack, axis=2)).mean(axis=(0, 1)), min_ratio)
     phase_y = _phase(np.abs(np.diff(stack, axis=1)).mean(axis=(0, 2)), min_ratio)
-    if phase_x is None or phase_y is None:
+    if phase_x != BLOCK - 1 or phase_y != BLOCK - 1:
         return BlockGrid(None, None)
     return BlockGrid(phase_x, phase_y)
 

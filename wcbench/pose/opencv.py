@@ -26,8 +26,13 @@ parallax to read at small resolutions. Per window:
    length beyond what its rotation explains.
 
 Frames are converted to gray, deblocked when a compression grid shows
-(:mod:`wcbench.pose.deblock`) and downscaled to a working size (long side ``max_side``,
-at least ``min_height`` tall, never upscaled) with the intrinsics scaled to match.
+(:mod:`wcbench.pose.deblock`), downscaled to a working size (long side ``max_side``,
+at least ``min_height`` tall, never upscaled) with the intrinsics scaled to match, and,
+unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
+tracked too: tracks spread over many depths are what tell a turn from a sideways step.
+
+Version 3 added the contrast normalisation and stopped taking periodic scene texture for a
+coding grid (a false grid had smoothed a clean scene's checkered pillars).
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ class OpenCVEstimatorConfig:
     min_height: int = 120
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     use_deblock: bool = True  # smooth compression-block edges when a coding grid is found
+    contrast_sigma: float = 0.06  # local contrast normalisation scale (x the short side; 0: off)
+    contrast_floor: float = 8.0  # grey levels of local std below which texture is not amplified further
     gate_px: float = 0.15  # coherent parallax above which a window translated, px ...
     noise_gate: float = 1.4  # ... or above this many times the video's tracking noise, if larger
     ransac_px: float = 1.0
@@ -131,17 +138,47 @@ def to_gray(frame: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(gray)
 
 
-def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True) -> list[np.ndarray]:
+def normalize_contrast(gray: np.ndarray, sigma_frac: float, floor: float) -> np.ndarray:
+    """Local contrast normalisation: (gray - local mean) / max(local std, ``floor``), Gaussian
+    windows of ``sigma_frac`` x the short side, back to uint8 around mid-grey.
+
+    Faint texture (a pale floor, a plain wall: local std of 1-3 grey levels) then yields corners
+    as readily as strong texture does; without it the tracks all sit on the few strongly
+    textured objects, at one depth, where a turn and a sideways step look alike. It is the same
+    operation at every pixel, so the normalised texture moves with the scene (CLAHE's fixed
+    tiles did not: their gain stays put while content moves through them)."""
+    image = gray.astype(np.float32)
+    sigma = sigma_frac * min(image.shape)
+    detail = image - _smooth(image, sigma)
+    spread = np.sqrt(_smooth(detail * detail, sigma))
+    return np.clip(128.0 + 40.0 * detail / np.maximum(spread, floor), 0, 255).astype(np.uint8)
+
+
+def _smooth(image: np.ndarray, sigma: float) -> np.ndarray:
+    """Gaussian blur of a wide ``sigma``, computed on a copy shrunk until sigma is ~2 px (the
+    result is smooth at that scale, and a full-size wide blur cost as much as the tracking)."""
+    factor = max(1, int(sigma / 2))
+    height, width = image.shape
+    small = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_AREA)
+    small = cv2.GaussianBlur(small, (0, 0), sigma / factor)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
+                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0) -> list[np.ndarray]:
     """Grayscale uint8 frames at the working size; compression blocks are smoothed at the
-    native resolution first when a coding grid is found."""
+    native resolution first when a coding grid is found. With ``contrast_sigma`` > 0, local
+    contrast is normalised (:func:`normalize_contrast`), except on video with a coding grid,
+    whose faint texture is mostly what the codec left and would be amplified with it."""
     grays = [to_gray(frame) for frame in frames]
     grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
+    enhance = contrast_sigma > 0 and not grid.is_blocky
     out = []
     for gray in grays:
         gray = deblock(gray, grid)
         if (gray.shape[1], gray.shape[0]) != size:
             gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
-        out.append(gray)
+        out.append(normalize_contrast(gray, contrast_sigma, contrast_floor) if enhance else gray)
     return out
 
 
@@ -180,7 +217,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "2"
+    version = "3"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -202,7 +239,8 @@ class OpenCVPoseEstimator:
         K_full = resolve_intrinsics(width, height, K, fov_deg)
         size = working_size(width, height, self.config.max_side, self.config.min_height)
         K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
-        grays = prepare_gray(frames, size, self.config.use_deblock)
+        grays = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
+                             self.config.contrast_floor)
         motions = self.estimate_windows(grays, K_work)
         estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
                                       [m.confidence for m in motions])
