@@ -114,11 +114,11 @@ def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
 
 
 def test_if_reward_rises_on_a_fixed_training_case(tmp_path):
-    """The shipped tinywm on one combined clip it follows badly (forward while turning left:
-    IF 0.08 at first); a few NFT steps on that clip alone raise it."""
+    """The shipped tinywm on one combined clip it follows badly (backward while turning left:
+    IF 0.12 at first); a few NFT steps on that clip alone raise it (to about 0.9)."""
     run = train(load_config("train", [f"run_dir={tmp_path / 'fixed'}", "rl.steps=7", "rl.lr=2e-4", "rl.trainable=null",
                                       "rl.episode_pool=1", "rl.episode_clips=1", "rl.combined_fraction=1.0",
-                                      "rl.seed=7", "reward.lam=1.0", "eval.every=0", "checkpoint_every=100"]))
+                                      "rl.seed=6", "reward.lam=1.0", "eval.every=0", "checkpoint_every=100"]))
     rewards = [json.loads(line)["reward_if"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert rewards[0] < 0.5, rewards  # the case is one the model fails at first
     assert sum(rewards[-2:]) / 2 > rewards[0] + 0.3, rewards
