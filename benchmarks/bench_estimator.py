@@ -8,6 +8,7 @@ video scored against their scripts; and frames per second on a 381-frame 480x832
 to the time OpenCV takes only to decode it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 6] [--steps 12] [--workers 2]
+        [--option contrast_sigma=0 ...]   # estimator options, e.g. to measure one step switched off
 """
 
 from __future__ import annotations
@@ -153,8 +154,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--skip", nargs="*", default=[], choices=["synthetic", "wrong", "realvid", "speed"])
+    parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="numeric estimator options (speed runs use the defaults)")
     args = parser.parse_args()
-    estimator = build_estimator(args.estimator)
+    options = {key: float(value) for key, value in (item.split("=", 1) for item in args.option)}
+    estimator = build_estimator(args.estimator, **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     if "synthetic" not in args.skip:
         bench_synthetic(estimator, args.seeds, args.steps)
