@@ -24,8 +24,8 @@ def tiny_init(tmp_path_factory):
 
 
 # The tiny model starts with a zero output layer, so its action embeddings get no gradient:
-# these tests train every weight (the default trains the embedding table alone).
-TRAIN_ALL = ["rl.trainable=null", "rl.lr=1e-4"]
+# these tests train every weight (the default trains the action embedding and its projection).
+TRAIN_ALL = ["rl.trainable=null", "rl.lr=1e-4", "rl.shared_lr=1e-4"]
 
 
 def _cfg(run_dir, init, *extra):
@@ -116,7 +116,8 @@ def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
 def test_if_reward_rises_on_a_fixed_training_case(tmp_path):
     """The shipped tinywm on one combined clip it follows badly (backward while turning left:
     IF 0.12 at first); a few NFT steps on that clip alone raise it (to about 0.9)."""
-    run = train(load_config("train", [f"run_dir={tmp_path / 'fixed'}", "rl.steps=7", "rl.lr=2e-4", "rl.trainable=null",
+    run = train(load_config("train", [f"run_dir={tmp_path / 'fixed'}", "rl.steps=7", "rl.lr=2e-4", "rl.shared_lr=2e-4",
+                                      "rl.trainable=null",
                                       "rl.episode_pool=1", "rl.episode_clips=1", "rl.combined_fraction=1.0",
                                       "rl.seed=6", "reward.lam=1.0", "eval.every=0", "checkpoint_every=100"]))
     rewards = [json.loads(line)["reward_if"] for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -163,6 +164,19 @@ def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):
     assert len(select_trainable(model, None)) == len(list(model.parameters()))
     with pytest.raises(ValueError, match="action_embeding"):
         select_trainable(model, ["action_embeding"])
+
+
+def test_optimizer_groups_give_the_table_and_the_shared_weights_their_own_rates(tiny_init):
+    from wctrain.trainer import optimizer_groups, select_trainable
+
+    model = TinyWM.from_pretrained(tiny_init)
+    select_trainable(model, ["action_embedding", "action_proj"])
+    table, shared = optimizer_groups(model, 1e-2, 1e-3)
+    assert table["lr"] == 1e-2 and [p.shape for p in table["params"]] == [model.action_embedding.weight.shape]
+    assert shared["lr"] == 1e-3 and {id(p) for p in shared["params"]} == {id(p) for p in model.action_proj.parameters()}
+    select_trainable(model, ["action_embedding"])
+    assert [g["lr"] for g in optimizer_groups(model, 1e-2, 1e-3)] == [1e-2]  # no empty group
+
 
 
 def test_per_latent_credit_reaches_only_the_latents_own_action(tiny_init):

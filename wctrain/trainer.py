@@ -52,11 +52,12 @@ class RLConfig:
     sampler_eta: float = 1.0       # rollouts' ancestral-sampler noise (0: the deterministic Euler sampler)
     explore: float = 1.0           # per-candidate action-embedding perturbation scale (0: none)
     explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion)
-    trainable: list[str] | None = field(default_factory=lambda: ["action_embedding"])  # None: every weight
+    trainable: list[str] | None = field(default_factory=lambda: ["action_embedding", "action_proj"])  # None: all
     loss: str = "nft"              # nft | rwr (plain reward-weighted regression; the ablation)
     beta: float = 1.0              # NFT's beta
     kl_weight: float = 0.0         # weight of the KL to the initial model (separate from beta)
-    lr: float = 1.0e-2             # for the embedding table alone; ~1e-4 when every weight trains
+    lr: float = 1.0e-2             # for the action-embedding table (one row per label)
+    shared_lr: float = 1.0e-3      # for every other trained weight (shared by all labels; ~1e-4 for all)
     grad_clip: float = 1.0
     timestep_fraction: float = 0.5  # share of the sampler's timesteps each candidate trains on
     top_k: int | None = 3          # best-of-N: train on the top k and bottom k of G (None: all)
@@ -237,6 +238,17 @@ def select_trainable(model: torch.nn.Module, prefixes: list[str] | None) -> list
     return [param for param in model.parameters() if param.requires_grad]
 
 
+def optimizer_groups(model: torch.nn.Module, lr: float, shared_lr: float) -> list[dict]:
+    """AdamW groups of the trained weights: the action-embedding table at ``lr``, the rest at
+    ``shared_lr``. A row of the table moves only its own label, so it takes large steps; a
+    shared weight moves every label at once (and every label's looks), so it takes small ones."""
+    table, shared = [], []
+    for name, param in model.named_parameters():
+        if param.requires_grad:
+            (table if name.startswith("action_embedding") else shared).append(param)
+    return [{"params": params, "lr": rate} for params, rate in ((table, lr), (shared, shared_lr)) if params]
+
+
 # ---------------------------------------------------------------- checkpoints
 
 def save_checkpoint(run_dir: Path, step: int, model, optimizer, old: EMA, eval_ema: EMA,
@@ -304,11 +316,11 @@ def train(cfg: Any) -> Path:
     run_dir = Path(cfg.run_dir)
     console = Console(stderr=True, quiet=not accelerator.is_main_process)
     model = load_tinywm(cfg.init).train()
-    trained = select_trainable(model, cfg.rl.trainable)
+    select_trainable(model, cfg.rl.trainable)
     old = EMA(model, DecaySchedule(cfg.policy.old_max_decay, ramp=cfg.policy.old_ramp))
     eval_ema = EMA(model, DecaySchedule(cfg.policy.eval_decay, ramp=None))
     ref = build_frozen_copy(model) if cfg.rl.kl_weight > 0 else None
-    optimizer = torch.optim.AdamW(trained, lr=cfg.rl.lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(optimizer_groups(model, cfg.rl.lr, cfg.rl.shared_lr), weight_decay=0.0)
     start, label_accuracy = load_checkpoint(run_dir, model, optimizer, old, eval_ema)
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
