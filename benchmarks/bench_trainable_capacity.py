@@ -32,9 +32,11 @@ from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.suite import load_suite
 from wctrain.models.wcbench_adapter import load_tinywm
-from wctrain.pretrain import FRAMES_PER_LATENT, TrajectoryData, flow_matching_loss, render_trajectory, sample_batch
+from wctrain.pretrain import (FRAMES_PER_LATENT, TrajectoryData, flow_matching_loss, render_latent_trajectory,
+                              sample_batch)
 from wctrain.rewards import FollowingReward
 from wctrain.rollout import rollout_clip_level
+from wctrain.trainer import optimizer_groups
 
 SETS = {"emb": ("action_embedding",), "proj": ("action_embedding", "action_proj"),
         "film": ("action_embedding", "action_proj", "cond_emb_proj"), "all": None}
@@ -47,10 +49,7 @@ def strafe_yaw_data(suite, count: int, seed: int = 0) -> TrajectoryData:
     frames, actions = [], []
     for _ in range(count):
         script = Script(tuple(Segment(STRAFE_YAW[int(rng.integers(4))], int(rng.integers(2, 6))) for _ in range(4)))
-        video = render_trajectory(script, int(rng.integers(2**31)), suite, (64, 64), 1.5)
-        aligned = np.concatenate([np.repeat(video[:1], FRAMES_PER_LATENT, axis=0), video[1:]])
-        signs = np.zeros((script.num_steps + 1, 4), np.float32)
-        signs[1:] = [[a.forward, a.right, a.yaw, a.pitch] for a in script.step_actions()]
+        aligned, signs = render_latent_trajectory(script, int(rng.integers(2**31)), suite, (64, 64), 1.5)
         frames.append(aligned[:FRAMES_PER_LATENT * NUM_LATENTS])
         actions.append(signs[:NUM_LATENTS])
     return TrajectoryData(np.stack(frames), np.stack(actions), np.array(["combined"] * count))
@@ -59,14 +58,11 @@ def strafe_yaw_data(suite, count: int, seed: int = 0) -> TrajectoryData:
 def train_set(data: TrajectoryData, prefixes: tuple[str, ...] | None, steps: int):
     """A copy of the shipped model with only ``prefixes`` trained on ``data``."""
     model = load_tinywm(None).train()
-    table, shared = [], []
+    # a name match anywhere, not a prefix: the FiLM projections sit inside every block
     for name, param in model.named_parameters():
-        trained = prefixes is None or any(prefix in name for prefix in prefixes)
-        param.requires_grad_(trained)
-        if trained:
-            (table if name.startswith("action_embedding") and prefixes else shared).append(param)
-    groups = [{"params": table, "lr": 1e-2}, {"params": shared, "lr": 1e-3 if prefixes else 3e-4}]
-    optimizer = torch.optim.Adam([g for g in groups if g["params"]])
+        param.requires_grad_(prefixes is None or any(prefix in name for prefix in prefixes))
+    lr, shared_lr = (1e-2, 1e-3) if prefixes else (3e-4, 3e-4)
+    optimizer = torch.optim.Adam(optimizer_groups(model, lr, shared_lr))
     rng, generator = np.random.default_rng(1), torch.Generator().manual_seed(0)
     for _ in range(steps):
         loss = flow_matching_loss(model, sample_batch(data, rng, 8, 4, 1), generator, 0.05, 0.5, 1.0)

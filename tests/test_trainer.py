@@ -178,7 +178,6 @@ def test_optimizer_groups_give_the_table_and_the_shared_weights_their_own_rates(
     assert [g["lr"] for g in optimizer_groups(model, 1e-2, 1e-3)] == [1e-2]  # no empty group
 
 
-
 def test_per_latent_credit_reaches_only_the_latents_own_action(tiny_init):
     """With r per latent, a latent at r = 1/2 moves nothing: at v_theta = v_old the embedding row
     of an action only that latent commands gets no gradient, while a clip-level r moves it."""

@@ -159,6 +159,17 @@ def render_trajectory(script: Script, scene_seed: int, suite: Suite, size: tuple
     return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
 
 
+def render_latent_trajectory(script: Script, scene_seed: int, suite: Suite, size: tuple[int, int],
+                             render_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """One trajectory in :class:`TrajectoryData`'s layout: frames (4 * (S + 1), H, W, 3) with
+    the start image repeated as latent 0, and per-latent action signs (S + 1, 4), row 0 zero."""
+    video = render_trajectory(script, scene_seed, suite, size, render_scale)
+    aligned = np.concatenate([np.repeat(video[:1], FRAMES_PER_LATENT, axis=0), video[1:]])
+    signs = np.zeros((script.num_steps + 1, 4), np.float32)
+    signs[1:] = [[a.forward, a.right, a.yaw, a.pitch] for a in script.step_actions()]
+    return aligned, signs
+
+
 def render_dataset(data: DataConfig, size: tuple[int, int], count: int, seed_offset: int,
                    progress: Any = None) -> TrajectoryData:
     """Render ``count`` trajectories; scene seeds are drawn far from any suite's usual range."""
@@ -168,10 +179,7 @@ def render_dataset(data: DataConfig, size: tuple[int, int], count: int, seed_off
     for index in range(count):
         rng = np.random.default_rng([data.seed, seed_offset, index])
         track, script = sample_script(rng, data, suite)
-        video = render_trajectory(script, int(rng.integers(2**31)), suite, size, data.render_scale)
-        aligned = np.concatenate([np.repeat(video[:1], FRAMES_PER_LATENT, axis=0), video[1:]])
-        signs = np.zeros((script.num_steps + 1, 4), np.float32)
-        signs[1:] = [[a.forward, a.right, a.yaw, a.pitch] for a in script.step_actions()]
+        aligned, signs = render_latent_trajectory(script, int(rng.integers(2**31)), suite, size, data.render_scale)
         frames.append(aligned)
         actions.append(signs)
         tracks.append(track)
