@@ -64,6 +64,15 @@ def test_resume_continues_exactly(tiny_init, tmp_path):
     assert rows(resumed) == rows(straight)
 
 
+def test_resume_with_other_trained_weights_names_the_checkpoint(tiny_init, tmp_path):
+    run = tmp_path / "run"
+    train(_cfg(run, tiny_init, "rl.steps=1"))
+    before = (run / "checkpoint.pt").read_bytes()
+    with pytest.raises(ValueError, match=r"checkpoint\.pt: cannot resume.*rl\.trainable"):
+        train(_cfg(run, tiny_init, "rl.steps=2", "rl.trainable=[action_embedding]"))
+    assert (run / "checkpoint.pt").read_bytes() == before  # nothing overwritten
+
+
 @pytest.mark.slow
 def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")

@@ -267,7 +267,13 @@ def load_checkpoint(run_dir: Path, model, optimizer, old: EMA, eval_ema: EMA) ->
         return 0, initial_label_accuracy()
     state = torch.load(path, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+    except ValueError as error:  # torch names neither the file nor the setting that differs
+        raise ValueError(f"{path}: cannot resume: its optimiser state does not match this run's trained weights "
+                         f"({error}). The run was started with another rl.trainable (the default trains "
+                         f"[action_embedding, action_proj]); resume with the rl.trainable it was started "
+                         f"with, or pass a new run_dir.") from error
     old.load_state_dict(state["old"])
     eval_ema.load_state_dict(state["eval_ema"])
     return int(state["step"]), np.asarray(state["label_accuracy"], dtype=float)
