@@ -36,7 +36,7 @@ from wctrain.pretrain import (FRAMES_PER_LATENT, TrajectoryData, flow_matching_l
                               sample_batch)
 from wctrain.rewards import FollowingReward
 from wctrain.rollout import rollout_clip_level
-from wctrain.trainer import optimizer_groups
+from wctrain.trainer import optimizer_groups, select_trainable
 
 SETS = {"emb": ("action_embedding",), "proj": ("action_embedding", "action_proj"),
         "film": ("action_embedding", "action_proj", "cond_emb_proj"), "all": None}
@@ -58,9 +58,7 @@ def strafe_yaw_data(suite, count: int, seed: int = 0) -> TrajectoryData:
 def train_set(data: TrajectoryData, prefixes: tuple[str, ...] | None, steps: int):
     """A copy of the shipped model with only ``prefixes`` trained on ``data``."""
     model = load_tinywm(None).train()
-    # a name match anywhere, not a prefix: the FiLM projections sit inside every block
-    for name, param in model.named_parameters():
-        param.requires_grad_(prefixes is None or any(prefix in name for prefix in prefixes))
+    select_trainable(model, list(prefixes) if prefixes else None)
     lr, shared_lr = (1e-2, 1e-3) if prefixes else (3e-4, 3e-4)
     optimizer = torch.optim.Adam(optimizer_groups(model, lr, shared_lr))
     rng, generator = np.random.default_rng(1), torch.Generator().manual_seed(0)

@@ -167,12 +167,27 @@ def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):
     from wctrain.trainer import select_trainable
 
     model = TinyWM.from_pretrained(tiny_init)
-    trained = select_trainable(model, ["action_embedding"])
-    assert [p.shape for p in trained] == [model.action_embedding.weight.shape]
+    assert select_trainable(model, ["action_embedding"]) == ["action_embedding.weight"]
     assert not any(p.requires_grad for n, p in model.named_parameters() if not n.startswith("action_embedding"))
     assert len(select_trainable(model, None)) == len(list(model.parameters()))
     with pytest.raises(ValueError, match="action_embeding"):
         select_trainable(model, ["action_embeding"])
+
+
+def test_select_trainable_names_a_module_inside_every_block(tiny_init):
+    """``cond_emb_proj`` (the FiLM projection) sits in every block, not at the top level."""
+    from wctrain.trainer import names_module, select_trainable
+
+    model = TinyWM.from_pretrained(tiny_init)
+    trained = select_trainable(model, ["action_proj", "cond_emb_proj"])
+    film = [n for n, _ in model.named_parameters() if ".cond_emb_proj." in n]
+    assert len(film) >= 4 and set(film) <= set(trained)
+    assert set(trained) - set(film) == {n for n, _ in model.action_proj.named_parameters(prefix="action_proj")}
+    assert not model.action_embedding.weight.requires_grad
+    # whole path components only: no match on a substring of a name
+    assert not names_module("cond_emb_projection.weight", "cond_emb_proj")
+    assert not names_module("xaction_proj.0.weight", "action_proj")
+    assert names_module("down_blocks.0.cond_emb_proj.weight", "down_blocks.0")
 
 
 def test_optimizer_groups_give_the_table_and_the_shared_weights_their_own_rates(tiny_init):

@@ -223,19 +223,28 @@ def group_loss(model, old, ref, rollout: GroupRollout, r: torch.Tensor, selected
     return loss.mean(), float((v_theta.detach() - v_old).abs().mean())
 
 
-def select_trainable(model: torch.nn.Module, prefixes: list[str] | None) -> list[torch.nn.Parameter]:
-    """Freeze every parameter whose name starts with none of ``prefixes`` (None: train all);
-    returns the trained ones. A prefix that names nothing is an error (a typo would silently
+def names_module(name: str, path: str) -> bool:
+    """Whether parameter ``name`` lies under the module ``path`` at any depth: ``action_proj``
+    names ``action_proj.0.weight``; ``cond_emb_proj`` names ``down_blocks.0.cond_emb_proj.weight``
+    (the FiLM projection inside every block), but never ``cond_emb_projection.weight``."""
+    parts, want = name.split("."), path.split(".")
+    return any(parts[i:i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+
+
+def select_trainable(model: torch.nn.Module, paths: list[str] | None) -> list[str]:
+    """Freeze every parameter under none of the module ``paths`` (None: train all); returns the
+    trained parameters' names. A path that names nothing is an error (a typo would silently
     freeze the whole model)."""
     names = [name for name, _ in model.named_parameters()]
-    for prefix in prefixes or []:
-        if not any(name.startswith(prefix) for name in names):
+    for path in paths or []:
+        if not any(names_module(name, path) for name in names):
             top = sorted({name.split(".")[0] for name in names})
-            raise ValueError(f"rl.trainable: no parameter of {type(model).__name__} starts with {prefix!r}; "
-                             f"top-level modules: {top}")
+            raise ValueError(f"rl.trainable: no parameter of {type(model).__name__} lies under a module "
+                             f"{path!r}; top-level modules: {top} (a path may also name a module inside "
+                             f"every block, e.g. cond_emb_proj)")
     for name, param in model.named_parameters():
-        param.requires_grad_(prefixes is None or any(name.startswith(p) for p in prefixes))
-    return [param for param in model.parameters() if param.requires_grad]
+        param.requires_grad_(paths is None or any(names_module(name, path) for path in paths))
+    return [name for name, param in model.named_parameters() if param.requires_grad]
 
 
 def optimizer_groups(model: torch.nn.Module, lr: float, shared_lr: float) -> list[dict]:
