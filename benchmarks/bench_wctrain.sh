@@ -2,7 +2,7 @@
 # Post-training benchmark: the headline run, the ablations, their wcbench evaluation and the
 # table and the per-label comparison (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
 #
-#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 3 h on a 2-core CPU
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 5 h on a 2-core CPU
 #
 # Every run starts from the shipped tinywm; each is evaluated afterwards with `wcbench run` on
 # the held-out suite wc-mini-heldout (its scenes and scripts are none of the training episodes).
@@ -34,8 +34,17 @@ wctrain train run_dir="$OUT/short-clip-credit" $SHORT reward.credit=clip
 wctrain train run_dir="$OUT/short-sample" rl.steps=45 eval.every=0 rl.rollout=sample
 for name in default if-only vq-only rwr clip-credit sample; do evaluate "short-$name" "$OUT/short-$name/final"; done
 
+# variations of the 2-process default (each over 3 min of evaluation on top of its training)
+/usr/bin/time -f "steps-420 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/steps-420 eval.every=0 rl.steps=420"
+/usr/bin/time -f "group-12 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/group-12 eval.every=0 rl.group_size=12"
+/usr/bin/time -f "film wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/film eval.every=0 \
+  'rl.trainable=[action_embedding,action_proj,cond_emb_proj]'"
+for name in steps-420 group-12 film; do evaluate "$name" "$OUT/$name/final"; done
+
 python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
   "headline, 2 processes=$OUT/eval-headline-2proc" \
+  "420 steps, 2 processes=$OUT/eval-steps-420" "12 candidates, 2 processes=$OUT/eval-group-12" \
+  "+ FiLM projections, 2 processes=$OUT/eval-film" \
   "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
