@@ -38,8 +38,8 @@ from wctrain.rewards import FollowingReward
 from wctrain.rollout import rollout_clip_level
 from wctrain.trainer import optimizer_groups, select_trainable
 
-SETS = {"emb": ("action_embedding",), "proj": ("action_embedding", "action_proj"),
-        "film": ("action_embedding", "action_proj", "cond_emb_proj"), "all": None}
+SETS = {"emb": ["action_embedding"], "proj": ["action_embedding", "action_proj"],
+        "film": ["action_embedding", "action_proj", "cond_emb_proj"], "all": None}
 NUM_LATENTS = 9  # start latent + 8 steps per training trajectory
 
 
@@ -55,11 +55,11 @@ def strafe_yaw_data(suite, count: int, seed: int = 0) -> TrajectoryData:
     return TrajectoryData(np.stack(frames), np.stack(actions), np.array(["combined"] * count))
 
 
-def train_set(data: TrajectoryData, prefixes: tuple[str, ...] | None, steps: int):
-    """A copy of the shipped model with only ``prefixes`` trained on ``data``."""
+def train_set(data: TrajectoryData, paths: list[str] | None, steps: int):
+    """A copy of the shipped model with only the modules ``paths`` (None: all) trained on ``data``."""
     model = load_tinywm(None).train()
-    select_trainable(model, list(prefixes) if prefixes else None)
-    lr, shared_lr = (1e-2, 1e-3) if prefixes else (3e-4, 3e-4)
+    select_trainable(model, paths)
+    lr, shared_lr = (1e-2, 1e-3) if paths else (3e-4, 3e-4)
     optimizer = torch.optim.Adam(optimizer_groups(model, lr, shared_lr))
     rng, generator = np.random.default_rng(1), torch.Generator().manual_seed(0)
     for _ in range(steps):

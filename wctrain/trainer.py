@@ -254,7 +254,7 @@ def optimizer_groups(model: torch.nn.Module, lr: float, shared_lr: float) -> lis
     table, shared = [], []
     for name, param in model.named_parameters():
         if param.requires_grad:
-            (table if name.startswith("action_embedding") else shared).append(param)
+            (table if names_module(name, "action_embedding") else shared).append(param)
     return [{"params": params, "lr": rate} for params, rate in ((table, lr), (shared, shared_lr)) if params]
 
 
@@ -281,7 +281,7 @@ def load_checkpoint(run_dir: Path, model, optimizer, old: EMA, eval_ema: EMA) ->
     except ValueError as error:  # torch names neither the file nor the setting that differs
         raise ValueError(f"{path}: cannot resume: its optimiser state does not match this run's trained weights "
                          f"({error}). The run was started with another rl.trainable (the default trains "
-                         f"[action_embedding, action_proj]); resume with the rl.trainable it was started "
+                         f"{RLConfig().trainable}); resume with the rl.trainable it was started "
                          f"with, or pass a new run_dir.") from error
     old.load_state_dict(state["old"])
     eval_ema.load_state_dict(state["eval_ema"])
