@@ -158,9 +158,38 @@ def test_exploration_varies_candidates_only_inside_the_block(tiny_init):
         still = model.velocity(x, sigma, ctx, torch.zeros(3, 4, 4))
     assert not torch.allclose(explored[0], explored[1])
     assert torch.equal(still[0], still[1]) and torch.equal(still[1], still[2])
-    with pytest.raises(ValueError, match="'isotropic' or 'components'"):
+    with pytest.raises(ValueError, match="'isotropic', 'components' or 'parts'"):
         with model.explore(1.0, 3, torch.Generator(), mode="sideways"):
             pass
+
+
+def test_parts_exploration_reads_frames_of_a_combined_label_as_one_of_its_parts(tiny_init):
+    """At offset scale 0, a candidate under ``parts`` is exactly the model commanded, frame by
+    frame, either the label or its translation or rotation alone; basic labels are left alone."""
+    import itertools
+
+    from wctrain.models.tinywm import TinyWMContext
+
+    model = TinyWM.from_pretrained(tiny_init).eval()
+    with torch.no_grad():
+        model.conv_out.weight.normal_(std=0.05)
+    batch = 6
+    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
+    ctx = TinyWMContext(history=torch.zeros(batch, 1, model.latent_channels, 32, 32))
+    sigma = torch.full((batch,), 0.5)
+    combined = torch.tensor([0.0, 1.0, -1.0, 0.0]).expand(batch, 4, 4)  # right while turning left
+    basic = torch.tensor([1.0, 0.0, 0.0, 0.0]).expand(batch, 4, 4)  # forward
+    with model.explore(0.0, batch, torch.Generator().manual_seed(3), mode="parts"):
+        explored = model.velocity(x, sigma, ctx, combined)
+        explored_basic = model.velocity(x, sigma, ctx, basic)
+    assert torch.allclose(explored_basic, model.velocity(x, sigma, ctx, basic), atol=1e-6)
+    readings = [combined[0, 0], torch.tensor([0.0, 1.0, 0.0, 0.0]), torch.tensor([0.0, 0.0, -1.0, 0.0])]
+    options = {}
+    for choice in itertools.product(range(3), repeat=4):
+        actions = torch.stack([readings[c] for c in choice])[None]
+        options[choice] = model.velocity(x[:1], sigma[:1], TinyWMContext(history=ctx.history[:1]), actions)[0]
+    matched = [next(c for c, v in options.items() if torch.allclose(explored[b], v, atol=1e-5)) for b in range(batch)]
+    assert any(choice != (0, 0, 0, 0) for choice in matched)  # some frames were read as a part
 
 
 def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):

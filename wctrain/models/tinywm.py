@@ -310,14 +310,24 @@ class TinyWM(ModelMixin, ConfigMixin):
         (e(t, none) - e(none))``, more or less of its own rotation and translation. In 128
         dimensions an isotropic offset hardly points along the directions the model reads as
         motion, so a combined label whose rotation the model drops is rarely turned.
+        ``parts``: the isotropic offset, and each frame of a combined label is read, per
+        candidate and frame position, as the label (odds 1/2), its translation alone or its
+        rotation alone (1/4 each); the projection mixes a latent's four frames, so a candidate
+        can both strafe and turn where the label alone gives only the strafe. Basic labels get
+        the offset only.
         """
         if mode == "isotropic":
             std = float(self.action_embedding.weight.detach().std())
             values = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
         elif mode == "components":
             values = scale * torch.randn(batch, 2, generator=generator)
+        elif mode == "parts":
+            std = float(self.action_embedding.weight.detach().std())
+            offsets = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
+            parts = torch.randint(0, 4, (batch, self.config.frames_per_latent), generator=generator)
+            values = (offsets, parts)
         else:
-            raise ValueError(f"exploration mode must be 'isotropic' or 'components', got {mode!r}")
+            raise ValueError(f"exploration mode must be 'isotropic', 'components' or 'parts', got {mode!r}")
         self._exploration = (mode, values)
         try:
             yield
@@ -327,13 +337,22 @@ class TinyWM(ModelMixin, ConfigMixin):
     def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
         """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore()."""
         mode, values = self._exploration
-        if values.shape[0] != batch:
-            raise ValueError(f"explore() was set up for a batch of {values.shape[0]}, got {batch}")
+        count = (values[0] if mode == "parts" else values).shape[0]
+        if count != batch:
+            raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
+        table = self.action_embedding.weight.detach()
+        still = Action()
+        if mode == "parts":
+            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values)
+            translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
+            rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
+            combined = (translation != still.label) & (rotation != still.label)
+            read = torch.where(combined & (parts == 1), translation, labels)
+            read = torch.where(combined & (parts == 2), rotation, read)
+            return offsets[:, None] + table[read] - table[labels]
         values = values.repeat_interleave(num_latents, 0)
         if mode == "isotropic":
             return values[:, None]
-        table = self.action_embedding.weight.detach()
-        still = Action()
         rotation = table[NUM_ROTATION * still.translation_label + labels % NUM_ROTATION] - table[still.label]
         translation = table[NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label] - table[still.label]
         return values[:, 0, None, None] * rotation + values[:, 1, None, None] * translation
