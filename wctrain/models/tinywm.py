@@ -316,16 +316,13 @@ class TinyWM(ModelMixin, ConfigMixin):
         can both strafe and turn where the label alone gives only the strafe. Basic labels get
         the offset only.
         """
-        if mode == "isotropic":
+        if mode in ("isotropic", "parts"):
             std = float(self.action_embedding.weight.detach().std())
             values = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
+            if mode == "parts":  # per frame position: 0, 3 the label; 1 its translation; 2 its rotation
+                values = (values, torch.randint(0, 4, (batch, self.config.frames_per_latent), generator=generator))
         elif mode == "components":
             values = scale * torch.randn(batch, 2, generator=generator)
-        elif mode == "parts":
-            std = float(self.action_embedding.weight.detach().std())
-            offsets = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
-            parts = torch.randint(0, 4, (batch, self.config.frames_per_latent), generator=generator)
-            values = (offsets, parts)
         else:
             raise ValueError(f"exploration mode must be 'isotropic', 'components' or 'parts', got {mode!r}")
         self._exploration = (mode, values)
@@ -340,22 +337,22 @@ class TinyWM(ModelMixin, ConfigMixin):
         count = (values[0] if mode == "parts" else values).shape[0]
         if count != batch:
             raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
+        if mode == "isotropic":
+            return values.repeat_interleave(num_latents, 0)[:, None]
         table = self.action_embedding.weight.detach()
         still = Action()
+        # each frame's label with its rotation dropped, and with its translation dropped
+        translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
+        rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
         if mode == "parts":
             offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values)
-            translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
-            rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
             combined = (translation != still.label) & (rotation != still.label)
             read = torch.where(combined & (parts == 1), translation, labels)
             read = torch.where(combined & (parts == 2), rotation, read)
             return offsets[:, None] + table[read] - table[labels]
         values = values.repeat_interleave(num_latents, 0)
-        if mode == "isotropic":
-            return values[:, None]
-        rotation = table[NUM_ROTATION * still.translation_label + labels % NUM_ROTATION] - table[still.label]
-        translation = table[NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label] - table[still.label]
-        return values[:, 0, None, None] * rotation + values[:, 1, None, None] * translation
+        return (values[:, 0, None, None] * (table[rotation] - table[still.label])
+                + values[:, 1, None, None] * (table[translation] - table[still.label]))
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
         """Per-frame signs (..., 4) -> full labels 9 * translation + rotation (...), as wcbench counts them."""
