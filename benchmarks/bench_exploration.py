@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=16)
     parser.add_argument("--eta", type=float, nargs="+", default=[0.0, 1.0, 1.0])
     parser.add_argument("--explore", type=float, nargs="+", default=[0.0, 0.0, 1.0])
-    parser.add_argument("--mode", nargs="+", default=None, help="isotropic | components | parts, one per setting")
+    parser.add_argument("--mode", nargs="+", default=None, help="isotropic | components | parts | boost, one per setting")
     parser.add_argument("--episodes", choices=["training", "strafe-yaw"], default="training")
     args = parser.parse_args()
     modes = args.mode or ["isotropic"] * len(args.eta)

@@ -158,7 +158,7 @@ def test_exploration_varies_candidates_only_inside_the_block(tiny_init):
         still = model.velocity(x, sigma, ctx, torch.zeros(3, 4, 4))
     assert not torch.allclose(explored[0], explored[1])
     assert torch.equal(still[0], still[1]) and torch.equal(still[1], still[2])
-    with pytest.raises(ValueError, match="'isotropic', 'components' or 'parts'"):
+    with pytest.raises(ValueError, match="exploration mode must be one of"):
         with model.explore(1.0, 3, torch.Generator(), mode="sideways"):
             pass
 
@@ -190,6 +190,28 @@ def test_parts_exploration_reads_frames_of_a_combined_label_as_one_of_its_parts(
         options[choice] = model.velocity(x[:1], sigma[:1], TinyWMContext(history=ctx.history[:1]), actions)[0]
     matched = [next(c for c, v in options.items() if torch.allclose(explored[b], v, atol=1e-5)) for b in range(batch)]
     assert any(choice != (0, 0, 0, 0) for choice in matched)  # some frames were read as a part
+
+
+def test_boost_exploration_adds_more_of_the_labels_own_parts_never_less(tiny_init):
+    """``boost`` = the isotropic offset (same draw) + non-negative multiples of the label's own
+    rotation and translation directions in the table."""
+    from wcbench.actions import Action
+
+    model = TinyWM.from_pretrained(tiny_init).eval()
+    table = model.action_embedding.weight.detach()
+    label = Action(right=1, yaw=-1)
+    labels = torch.full((3, 4), label.label)  # 3 candidates, 1 latent of 4 frames
+    rotation = table[Action(yaw=-1).label] - table[Action().label]
+    translation = table[Action(right=1).label] - table[Action().label]
+    offsets = {}
+    for mode in ("isotropic", "boost"):
+        with model.explore(1.5, 3, torch.Generator().manual_seed(4), mode=mode):
+            offsets[mode] = model._exploration_offsets(labels, 3, 1)
+    extra = (offsets["boost"] - offsets["isotropic"])[:, 0]  # every frame gets the same here
+    directions = torch.stack([rotation, translation], dim=1)  # (dim, 2)
+    coefficients = torch.linalg.lstsq(directions, extra.T).solution.T  # (3, 2)
+    assert torch.allclose(coefficients @ directions.T, extra, atol=1e-4)
+    assert (coefficients >= -1e-5).all() and (coefficients > 0.05).any()
 
 
 def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):

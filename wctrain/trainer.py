@@ -51,7 +51,8 @@ class RLConfig:
     rollout: str = "clip"          # clip (shared prefix) | sample (G whole videos; the ablation)
     sampler_eta: float = 1.0       # rollouts' ancestral-sampler noise (0: the deterministic Euler sampler)
     explore: float = 1.0           # per-candidate action-embedding perturbation scale (0: none)
-    explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion) | parts
+    explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion)
+    #                                  | parts (frames read as a part) | boost (isotropic + more of each part)
     trainable: list[str] | None = field(default_factory=lambda: ["action_embedding", "action_proj"])  # None: all
     loss: str = "nft"              # nft | rwr (plain reward-weighted regression; the ablation)
     beta: float = 1.0              # NFT's beta
@@ -77,8 +78,9 @@ class RLConfig:
             raise ValueError(f"rl.focus_candidates must be at least 1 (1: no curriculum), got {self.focus_candidates}")
         if not 0.0 < self.focus_rate <= 1.0:
             raise ValueError(f"rl.focus_rate must be in (0, 1], got {self.focus_rate}")
-        if self.explore_mode not in ("isotropic", "components", "parts"):
-            raise ValueError(f"rl.explore_mode must be 'isotropic', 'components' or 'parts', got {self.explore_mode!r}")
+        if self.explore_mode not in ("isotropic", "components", "parts", "boost"):
+            raise ValueError("rl.explore_mode must be 'isotropic', 'components', 'parts' or 'boost', "
+                             f"got {self.explore_mode!r}")
         self.segment_steps = tuple(self.segment_steps)
         if len(self.segment_steps) != 2 or not 1 <= self.segment_steps[0] <= self.segment_steps[1]:
             raise ValueError(f"rl.segment_steps must be [min, max] with 1 <= min <= max, got {list(self.segment_steps)}")

@@ -50,6 +50,7 @@ from wcbench.actions import NUM_LABELS, NUM_ROTATION, Action
 from wctrain.sampling import flow_sigmas
 
 ACTION_DIM = 4  # forward, right, yaw, pitch signs
+EXPLORATION_MODES = ("isotropic", "components", "parts", "boost")  # see TinyWM.explore
 MIN_SIGMA = 0.02  # floor of the division in velocity = (x_t - x0) / sigma
 
 
@@ -314,17 +315,22 @@ class TinyWM(ModelMixin, ConfigMixin):
         candidate and frame position, as the label (odds 1/2), its translation alone or its
         rotation alone (1/4 each); the projection mixes a latent's four frames, so a candidate
         can both strafe and turn where the label alone gives only the strafe. Basic labels get
-        the offset only.
+        the offset only. ``boost``: the isotropic offset plus ``|c_r|`` and ``|c_t|`` of the
+        label's own rotation and translation as in ``components``: more of a part, never less,
+        to test whether the readings with less motion than commanded were what hurt
+        ``components`` and ``parts`` in training (they were not: README, "Post-training").
         """
-        if mode in ("isotropic", "parts"):
+        if mode in ("isotropic", "parts", "boost"):
             std = float(self.action_embedding.weight.detach().std())
             values = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
             if mode == "parts":  # per frame position: 0, 3 the label; 1 its translation; 2 its rotation
                 values = (values, torch.randint(0, 4, (batch, self.config.frames_per_latent), generator=generator))
+            elif mode == "boost":
+                values = (values, (scale * torch.randn(batch, 2, generator=generator)).abs())
         elif mode == "components":
             values = scale * torch.randn(batch, 2, generator=generator)
         else:
-            raise ValueError(f"exploration mode must be 'isotropic', 'components' or 'parts', got {mode!r}")
+            raise ValueError(f"exploration mode must be one of {EXPLORATION_MODES}, got {mode!r}")
         self._exploration = (mode, values)
         try:
             yield
@@ -334,7 +340,7 @@ class TinyWM(ModelMixin, ConfigMixin):
     def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
         """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore()."""
         mode, values = self._exploration
-        count = (values[0] if mode == "parts" else values).shape[0]
+        count = (values[0] if isinstance(values, tuple) else values).shape[0]
         if count != batch:
             raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
         if mode == "isotropic":
@@ -350,9 +356,11 @@ class TinyWM(ModelMixin, ConfigMixin):
             read = torch.where(combined & (parts == 1), translation, labels)
             read = torch.where(combined & (parts == 2), rotation, read)
             return offsets[:, None] + table[read] - table[labels]
+        offsets, values = (None, values) if mode == "components" else values
         values = values.repeat_interleave(num_latents, 0)
-        return (values[:, 0, None, None] * (table[rotation] - table[still.label])
-                + values[:, 1, None, None] * (table[translation] - table[still.label]))
+        along = (values[:, 0, None, None] * (table[rotation] - table[still.label])
+                 + values[:, 1, None, None] * (table[translation] - table[still.label]))
+        return along if offsets is None else offsets.repeat_interleave(num_latents, 0)[:, None] + along
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
         """Per-frame signs (..., 4) -> full labels 9 * translation + rotation (...), as wcbench counts them."""
