@@ -45,7 +45,9 @@ done
 /usr/bin/time -f "film wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/film eval.every=0 \
   'rl.trainable=[action_embedding,action_proj,cond_emb_proj]'"
 /usr/bin/time -f "parts wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/parts eval.every=0 rl.explore_mode=parts"
-for name in seed-1 seed-2 steps-420 group-12 explore-2 film parts; do evaluate "$name" "$OUT/$name/final"; done
+/usr/bin/time -f "boost wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/boost eval.every=0 \
+  rl.explore_mode=boost rl.explore=2.0"
+for name in seed-1 seed-2 steps-420 group-12 explore-2 film parts boost; do evaluate "$name" "$OUT/$name/final"; done
 
 python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
   "headline, 2 processes=$OUT/eval-headline-2proc" \
@@ -53,7 +55,7 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "420 steps, 2 processes=$OUT/eval-steps-420" "12 candidates, 2 processes=$OUT/eval-group-12" \
   "twice the exploration offset, 2 processes=$OUT/eval-explore-2" \
   "+ FiLM projections, 2 processes=$OUT/eval-film" \
-  "parts exploration, 2 processes=$OUT/eval-parts" \
+  "parts exploration, 2 processes=$OUT/eval-parts" "boost exploration x2, 2 processes=$OUT/eval-boost" \
   "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
