@@ -33,6 +33,7 @@ from wctrain.advantages import AdvantageConfig, compute_group_advantages, comput
 from wctrain.curriculum import (
     clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
 )
+from wctrain.models.tinywm import EXPLORATION_MODES
 from wctrain.nft import kl_to_reference, nft_loss, rwr_loss, subsample_timesteps
 from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rewards import FollowingReward, QualityReward
@@ -78,9 +79,8 @@ class RLConfig:
             raise ValueError(f"rl.focus_candidates must be at least 1 (1: no curriculum), got {self.focus_candidates}")
         if not 0.0 < self.focus_rate <= 1.0:
             raise ValueError(f"rl.focus_rate must be in (0, 1], got {self.focus_rate}")
-        if self.explore_mode not in ("isotropic", "components", "parts", "boost"):
-            raise ValueError("rl.explore_mode must be 'isotropic', 'components', 'parts' or 'boost', "
-                             f"got {self.explore_mode!r}")
+        if self.explore_mode not in EXPLORATION_MODES:
+            raise ValueError(f"rl.explore_mode must be one of {EXPLORATION_MODES}, got {self.explore_mode!r}")
         self.segment_steps = tuple(self.segment_steps)
         if len(self.segment_steps) != 2 or not 1 <= self.segment_steps[0] <= self.segment_steps[1]:
             raise ValueError(f"rl.segment_steps must be [min, max] with 1 <= min <= max, got {list(self.segment_steps)}")

@@ -356,10 +356,11 @@ class TinyWM(ModelMixin, ConfigMixin):
             read = torch.where(combined & (parts == 1), translation, labels)
             read = torch.where(combined & (parts == 2), rotation, read)
             return offsets[:, None] + table[read] - table[labels]
-        offsets, values = (None, values) if mode == "components" else values
-        values = values.repeat_interleave(num_latents, 0)
-        along = (values[:, 0, None, None] * (table[rotation] - table[still.label])
-                 + values[:, 1, None, None] * (table[translation] - table[still.label]))
+        # components: coefficients alone; boost: (isotropic offset, coefficients)
+        offsets, coefficients = (None, values) if mode == "components" else values
+        coefficients = coefficients.repeat_interleave(num_latents, 0)
+        along = (coefficients[:, 0, None, None] * (table[rotation] - table[still.label])
+                 + coefficients[:, 1, None, None] * (table[translation] - table[still.label]))
         return along if offsets is None else offsets.repeat_interleave(num_latents, 0)[:, None] + along
 
     def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
