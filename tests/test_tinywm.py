@@ -119,7 +119,9 @@ def test_teacher_forced_velocity_equals_latent_by_latent_velocity():
         for k in range(3):
             ctx = model.build_context(torch.cat([prefix, clip[:, :k]], dim=1))
             alone = model.velocity(x_t[:, k:k + 1], sigma[:, k], ctx, actions[:, 4 * k:4 * k + 4])
-            torch.testing.assert_close(together[:, k:k + 1], alone, rtol=1e-4, atol=1e-5)
+            # float32 convolutions round differently at other batch sizes on some CPUs (1.7e-5 seen);
+            # a wrong context is off by about 20
+            torch.testing.assert_close(together[:, k:k + 1], alone, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="one latent at a time"):
         model.velocity(x_t, sigma, model.build_context(prefix), actions)
 
