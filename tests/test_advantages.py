@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from wctrain.advantages import (AdvantageConfig, best_of_n, combine, compute_group_advantages,
-                                compute_latent_advantages, group_normalize,
+                                compute_latent_advantages, full_marks_mask, group_normalize,
                                 lambda_weights, reward_std, to_r)
 
 
@@ -146,3 +146,27 @@ def test_latent_advantages_reject_bad_shapes():
         compute_latent_advantages({"if": [1.0, 0.0], "vq": [0.5, 0.6]}, config)
     with pytest.raises(ValueError, match="one value per candidate"):
         compute_latent_advantages({"if": [[1.0, 0.0], [0.0, 1.0]], "vq": [0.5, 0.6, 0.7]}, config)
+
+
+def test_full_marks_anchor_reinforces_a_group_every_candidate_followed():
+    # without the anchor a latent all candidates followed gets r = 1/2; with it, A_IF = the value
+    rewards = {"if": [[1.0, 0.0, 0.0], [1.0, 0.0, 1.0], [1.0, 0.0, 1.0]], "vq": [0.5, 0.6, 0.7]}
+    plain = compute_latent_advantages(rewards, AdvantageConfig(weights={"if": 1.0, "vq": 0.0}, z=2.0))
+    anchored = compute_latent_advantages(rewards, AdvantageConfig(weights={"if": 1.0, "vq": 0.0}, z=2.0,
+                                                                  full_marks={"if": 1.5}))
+    assert plain.r[:, 0].tolist() == [0.5, 0.5, 0.5]
+    assert anchored.r[:, 0].tolist() == pytest.approx([0.5 + 0.5 * 1.5 / 2.0] * 3)
+    # a latent every candidate failed stays at 1/2 (no direction to go), one with spread is unchanged
+    assert anchored.r[:, 1].tolist() == [0.5, 0.5, 0.5]
+    torch.testing.assert_close(anchored.r[:, 2], plain.r[:, 2])
+    # per group: only the group that scored 1.0 throughout moves; None rewards are left out
+    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, z=2.0, full_marks={"if": 2.0})
+    result = compute_group_advantages({"if": [[1.0, None, 1.0], [1.0, 0.9, 1.0]], "vq": [[0.5] * 3, [0.5] * 3]},
+                                      config)
+    close(result.per_reward["if"][0], [2.0, 0.0, 2.0])
+    assert result.per_reward["if"][1].tolist() == pytest.approx(
+        group_normalize([1.0, 0.9, 1.0]).tolist(), abs=1e-9)
+    assert full_marks_mask([[None, None], [1.0, 1.0]]).flatten().tolist() == [False, True]
+    with pytest.raises(ValueError, match="full_marks"):
+        compute_group_advantages({"if": [1.0, 1.0], "vq": [0.5, 0.6]},
+                                 AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, full_marks={"fid": 1.0}))

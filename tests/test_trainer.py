@@ -41,6 +41,7 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
     run = train(_cfg(tmp_path / "run", tiny_init, "rl.steps=2"))
     rows = (run / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 2 and '"reward_if"' in rows[0] and '"clip_generations": 4' in rows[0]
+    assert all(0.0 <= json.loads(row)["if_full_marks_share"] <= 1.0 for row in rows)
     assert (run / "final" / "config.json").exists()
     initial = TinyWM.from_pretrained(tiny_init).state_dict()
     assert any(not torch.equal(initial[k], v) for k, v in _weights(run).items())

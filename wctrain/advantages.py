@@ -75,6 +75,29 @@ def group_normalize(rewards: RewardValues, std_mode: StdMode = "group", eps: flo
     return centred / (std + eps)
 
 
+def full_marks_mask(rewards: RewardValues) -> torch.Tensor:
+    """Per group (last axis), whether every applicable reward is 1.0, the most a reward in
+    [0, 1] can give: ``(..., 1)`` bool, False for a group with no applicable reward."""
+    data, applies = _as_rewards(rewards)
+    all_full = torch.where(applies, data == 1.0, torch.ones_like(applies)).all(dim=-1, keepdim=True)
+    return all_full & applies.any(dim=-1, keepdim=True)
+
+
+def anchor_full_marks(advantage: torch.Tensor, rewards: RewardValues, value: float) -> torch.Tensor:
+    """``advantage`` (from ``group_normalize``) with ``value`` wherever the whole group scored
+    full marks (applicable rewards only).
+
+    Normalisation gives such a group advantage 0: r = 1/2, no push either way, so nothing holds
+    an action the policy already follows while updates for the other actions move the weights
+    they share; a positive ``value`` reinforces what every candidate did there instead. A group
+    that all failed keeps 0: that says nothing about which way to go.
+    """
+    if value == 0.0:
+        return advantage
+    _, applies = _as_rewards(rewards)
+    return torch.where(full_marks_mask(rewards) & applies, torch.full_like(advantage, value), advantage)
+
+
 def combine(a_if: torch.Tensor, a_vq: torch.Tensor, lam: float) -> torch.Tensor:
     """``lam * a_if + (1 - lam) * a_vq``: lam = 1 trains on following only, 0 on looks only."""
     if not 0 <= lam <= 1:
@@ -129,6 +152,8 @@ class AdvantageConfig:
     std_mode: StdMode = "group"
     top_k: int | None = None
     eps: float = 1e-6
+    full_marks: dict[str, float] = field(default_factory=dict)  # reward -> advantage where a whole
+    #                                  group scored 1.0 (see anchor_full_marks; absent: 0)
 
 
 @dataclass
@@ -157,6 +182,9 @@ def _check_reward_names(rewards: Mapping[str, RewardValues], config: AdvantageCo
     if set(rewards) != set(config.weights):
         raise ValueError(f"rewards {sorted(rewards)} and weights {sorted(config.weights)} must name the same "
                          "rewards; give a weight of 0 to a reward that is computed but not trained on")
+    if not set(config.full_marks) <= set(rewards):
+        raise ValueError(f"full_marks names {sorted(set(config.full_marks) - set(rewards))}, which are not rewards "
+                         f"here ({sorted(rewards)})")
 
 
 def compute_group_advantages(rewards: Mapping[str, RewardValues], config: AdvantageConfig,
@@ -169,8 +197,9 @@ def compute_group_advantages(rewards: Mapping[str, RewardValues], config: Advant
     Best-of-N ranks the combined advantage before clipping (clipping would create ties).
     """
     _check_reward_names(rewards, config)
-    per_reward = {name: group_normalize(values, config.std_mode, config.eps,
-                                        None if global_std is None else global_std[name])
+    per_reward = {name: anchor_full_marks(group_normalize(values, config.std_mode, config.eps,
+                                                          None if global_std is None else global_std[name]),
+                                          values, config.full_marks.get(name, 0.0))
                   for name, values in rewards.items()}
     shapes = {name: tuple(value.shape) for name, value in per_reward.items()}
     if len(set(shapes.values())) != 1:
@@ -212,9 +241,11 @@ def compute_latent_advantages(rewards: Mapping[str, RewardValues], config: Advan
         std = None if global_std is None else global_std[name]
         if name in per_latent:
             rows = values.T if isinstance(values, torch.Tensor) else np.asarray(values, dtype=object).T.tolist()
-            normalised[name] = group_normalize(rows, config.std_mode, config.eps, std).T  # rows: (L, G)
+            normalised[name] = anchor_full_marks(group_normalize(rows, config.std_mode, config.eps, std), rows,
+                                                 config.full_marks.get(name, 0.0)).T  # rows: (L, G)
         else:
-            normalised[name] = group_normalize(values, config.std_mode, config.eps, std)[:, None].expand(size, latents)
+            normalised[name] = anchor_full_marks(group_normalize(values, config.std_mode, config.eps, std), values,
+                                                 config.full_marks.get(name, 0.0))[:, None].expand(size, latents)
     advantage = sum(config.weights[name] * value for name, value in normalised.items())
     selected = best_of_n(advantage.mean(dim=1), config.top_k)
     return GroupAdvantages(normalised, advantage, to_r(advantage, config.z), selected)

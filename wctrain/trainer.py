@@ -29,7 +29,8 @@ from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
 from wcbench.suite import generate_script, load_suite
-from wctrain.advantages import AdvantageConfig, compute_group_advantages, compute_latent_advantages, reward_std
+from wctrain.advantages import (AdvantageConfig, compute_group_advantages, compute_latent_advantages, full_marks_mask,
+                                reward_std)
 from wctrain.curriculum import (
     clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
 )
@@ -93,6 +94,8 @@ class RewardConfig:
     estimator: str = "opencv"
     quality: str = "default"       # default | default-drift
     z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
+    if_full_marks: float = 0.0     # IF advantage where every candidate followed fully (0: none; see
+    #                                wctrain.advantages.anchor_full_marks)
     std_mode: str = "group"        # group | global (std over all groups of all ranks)
     credit: str = "latent"         # latent: IF reward and r per 4-frame latent | clip: one per clip
 
@@ -381,7 +384,7 @@ def train(cfg: Any) -> Path:
                             for name in weights}
                 global_std = {name: float(reward_std(values.flatten(1).numpy())) for name, values in gathered.items()}
             adv_cfg = AdvantageConfig(weights=weights, z=cfg.reward.z, std_mode=cfg.reward.std_mode,
-                                      top_k=cfg.rl.top_k)
+                                      top_k=cfg.rl.top_k, full_marks={"if": cfg.reward.if_full_marks})
             advantage_fn = compute_latent_advantages if per_latent else compute_group_advantages
             advantages = [advantage_fn(s, adv_cfg, global_std) for s in scores]
             # 5. loss on the target clip, gradient mean over all groups of all ranks
@@ -407,6 +410,10 @@ def train(cfg: Any) -> Path:
                                                         for s, a in zip(scores, advantages)
                                                         for i in range(cfg.rl.group_size)],
                                                        dtype=torch.float64)).numpy()
+            # share of units (latents, or clips) every candidate followed fully: what if_full_marks anchors
+            units = [full_marks_mask(np.asarray(s["if"], dtype=float).T if per_latent else s["if"]).flatten()
+                     for s in scores]
+            full_share = accelerator.gather(torch.cat(units).double()).numpy()
             # the curriculum's running IF per label, from every rank's groups (same on all ranks):
             # per latent (its own label) with per-latent credit, else per clip (each of its labels)
             if per_latent:
@@ -426,6 +433,7 @@ def train(cfg: Any) -> Path:
                               "v_old may be computed from the current weights", stacklevel=1)
             row = {"step": step + 1, "reward_if": float(gathered[:, 0].mean()), "reward_vq": float(gathered[:, 1].mean()),
                    "r_mean": float(gathered[:, 2].mean()), "r_std": float(gathered[:, 2].std()),
+                   "if_full_marks_share": float(full_share.mean()),
                    "loss": loss_sum, "deviation": deviation, "clip": rollouts[0].clip,
                    "weakest_labels": [int(i) for i in np.argsort(label_accuracy, kind="stable")[:4]],
                    "clip_generations": sum(r.clip_generations for r in rollouts) * world,
