@@ -2,7 +2,7 @@
 # Post-training benchmark: the headline run, the ablations, their wcbench evaluation and the
 # table and the per-label comparison (README "Post-training results", leaderboards/wctrain-wc-mini-heldout.md).
 #
-#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 8 h on a 2-core CPU
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR]        # about 10 h on a 2-core CPU
 #
 # Every run starts from the shipped tinywm; each is evaluated afterwards with `wcbench run` on
 # the held-out suite wc-mini-heldout (its scenes and scripts are none of the training episodes).
@@ -47,7 +47,14 @@ done
 /usr/bin/time -f "parts wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/parts eval.every=0 rl.explore_mode=parts"
 /usr/bin/time -f "boost wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/boost eval.every=0 \
   rl.explore_mode=boost rl.explore=2.0"
-for name in seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost; do evaluate "$name" "$OUT/$name/final"; done
+# seed 3 broke two labels the baseline follows: the same seed with full-marks latents anchored, and IF only
+/usr/bin/time -f "anchor-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/anchor-seed-3 eval.every=0 \
+  rl.seed=3 reward.if_full_marks=2.0"
+/usr/bin/time -f "if-only-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/if-only-seed-3 eval.every=0 \
+  rl.seed=3 reward.lam=1.0"
+for name in seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 if-only-seed-3; do
+  evaluate "$name" "$OUT/$name/final"
+done
 
 python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
   "headline, 2 processes=$OUT/eval-headline-2proc" \
@@ -57,6 +64,8 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "twice the exploration offset, 2 processes=$OUT/eval-explore-2" \
   "+ FiLM projections, 2 processes=$OUT/eval-film" \
   "parts exploration, 2 processes=$OUT/eval-parts" "boost exploration x2, 2 processes=$OUT/eval-boost" \
+  "full marks anchored, seed 3, 2 processes=$OUT/eval-anchor-seed-3" \
+  "IF only, seed 3, 2 processes=$OUT/eval-if-only-seed-3" \
   "default (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
