@@ -78,7 +78,10 @@ def group_normalize(rewards: RewardValues, std_mode: StdMode = "group", eps: flo
 def full_marks_mask(rewards: RewardValues) -> torch.Tensor:
     """Per group (last axis), whether every applicable reward is 1.0, the most a reward in
     [0, 1] can give: ``(..., 1)`` bool, False for a group with no applicable reward."""
-    data, applies = _as_rewards(rewards)
+    return _full_marks(*_as_rewards(rewards))
+
+
+def _full_marks(data: torch.Tensor, applies: torch.Tensor) -> torch.Tensor:
     all_full = torch.where(applies, data == 1.0, torch.ones_like(applies)).all(dim=-1, keepdim=True)
     return all_full & applies.any(dim=-1, keepdim=True)
 
@@ -94,8 +97,8 @@ def anchor_full_marks(advantage: torch.Tensor, rewards: RewardValues, value: flo
     """
     if value == 0.0:
         return advantage
-    _, applies = _as_rewards(rewards)
-    return torch.where(full_marks_mask(rewards) & applies, torch.full_like(advantage, value), advantage)
+    data, applies = _as_rewards(rewards)
+    return torch.where(_full_marks(data, applies) & applies, torch.full_like(advantage, value), advantage)
 
 
 def combine(a_if: torch.Tensor, a_vq: torch.Tensor, lam: float) -> torch.Tensor:

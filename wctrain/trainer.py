@@ -29,8 +29,7 @@ from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
 from wcbench.suite import generate_script, load_suite
-from wctrain.advantages import (AdvantageConfig, compute_group_advantages, compute_latent_advantages, full_marks_mask,
-                                reward_std)
+from wctrain.advantages import AdvantageConfig, compute_group_advantages, compute_latent_advantages, reward_std
 from wctrain.curriculum import (
     clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
 )
@@ -410,10 +409,6 @@ def train(cfg: Any) -> Path:
                                                         for s, a in zip(scores, advantages)
                                                         for i in range(cfg.rl.group_size)],
                                                        dtype=torch.float64)).numpy()
-            # share of units (latents, or clips) every candidate followed fully: what if_full_marks anchors
-            units = [full_marks_mask(np.asarray(s["if"], dtype=float).T if per_latent else s["if"]).flatten()
-                     for s in scores]
-            full_share = accelerator.gather(torch.cat(units).double()).numpy()
             # the curriculum's running IF per label, from every rank's groups (same on all ranks):
             # per latent (its own label) with per-latent credit, else per clip (each of its labels)
             if per_latent:
@@ -433,7 +428,8 @@ def train(cfg: Any) -> Path:
                               "v_old may be computed from the current weights", stacklevel=1)
             row = {"step": step + 1, "reward_if": float(gathered[:, 0].mean()), "reward_vq": float(gathered[:, 1].mean()),
                    "r_mean": float(gathered[:, 2].mean()), "r_std": float(gathered[:, 2].std()),
-                   "if_full_marks_share": float(full_share.mean()),
+                   # units (latents, or clips) every candidate followed fully: what if_full_marks anchors
+                   "if_full_marks_share": float(np.mean(unit_if == 1.0)),
                    "loss": loss_sum, "deviation": deviation, "clip": rollouts[0].clip,
                    "weakest_labels": [int(i) for i in np.argsort(label_accuracy, kind="stable")[:4]],
                    "clip_generations": sum(r.clip_generations for r in rollouts) * world,
