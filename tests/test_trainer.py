@@ -28,6 +28,11 @@ def tiny_init(tmp_path_factory):
 TRAIN_ALL = ["rl.trainable=null", "rl.lr=1e-4", "rl.shared_lr=1e-4"]
 
 
+# this tiny model follows no candidate's actions (IF 0 everywhere), so IF alone (the default) gives
+# r = 1/2 and rightly no update; tests that need the weights to move let VQ's spread in
+VQ_SPREAD = "reward.lam=0.9"
+
+
 def _cfg(run_dir, init, *extra):
     return load_config("train", [f"run_dir={run_dir}", f"init={init}", "rl.group_size=4", "rl.top_k=1",
                                  "rl.episode_clips=2", "eval.every=0", "checkpoint_every=1", *TRAIN_ALL, *extra])
@@ -38,7 +43,7 @@ def _weights(run_dir):
 
 
 def test_train_runs_logs_and_exports(tiny_init, tmp_path):
-    run = train(_cfg(tmp_path / "run", tiny_init, "rl.steps=2"))
+    run = train(_cfg(tmp_path / "run", tiny_init, "rl.steps=2", VQ_SPREAD))
     rows = (run / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 2 and '"reward_if"' in rows[0] and '"clip_generations": 4' in rows[0]
     assert all(0.0 <= json.loads(row)["if_full_marks_share"] <= 1.0 for row in rows)
@@ -50,12 +55,14 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
 def test_resume_continues_exactly(tiny_init, tmp_path):
     # with the label curriculum on, step 2's episodes depend on step 1's rollouts: resume must restore it
     focus = "rl.focus_candidates=3"
-    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=2", focus))
+    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=2", focus, VQ_SPREAD))
     resumed = tmp_path / "resumed"
-    train(_cfg(resumed, tiny_init, "rl.steps=1", focus))  # a run killed after its first checkpoint
-    train(_cfg(resumed, tiny_init, "rl.steps=2", focus))
+    train(_cfg(resumed, tiny_init, "rl.steps=1", focus, VQ_SPREAD))  # a run killed after its first checkpoint
+    train(_cfg(resumed, tiny_init, "rl.steps=2", focus, VQ_SPREAD))
     a, b = _weights(straight), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
+    initial = TinyWM.from_pretrained(tiny_init).state_dict()
+    assert any(not torch.equal(initial[k], v) for k, v in a.items())  # the weights did move
     curriculum = [torch.load(run / "checkpoint.pt", weights_only=False)["label_accuracy"] for run in (straight, resumed)]
     assert (curriculum[0] != 0.5).any() and (curriculum[0] == curriculum[1]).all()
     def rows(run):
@@ -80,13 +87,13 @@ def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
     if accelerate is None:
         pytest.skip("accelerate CLI not installed")
     one = train(_cfg(tmp_path / "one", tiny_init, "rl.steps=1", "rl.groups_per_rank=2", "reward.std_mode=global",
-                     "rl.focus_candidates=3"))
+                     "rl.focus_candidates=3", VQ_SPREAD))
     two = tmp_path / "two"
     proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wctrain", "train",
                            f"run_dir={two}", f"init={tiny_init}", "rl.group_size=4", "rl.top_k=1", "rl.episode_clips=2",
                            "eval.every=0", "checkpoint_every=1", "rl.steps=1", "reward.std_mode=global", "rl.focus_candidates=3",
-                           *TRAIN_ALL],
+                           VQ_SPREAD, *TRAIN_ALL],
                           capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _weights(one), _weights(two)

@@ -88,7 +88,7 @@ class RLConfig:
 
 @dataclass
 class RewardConfig:
-    lam: float = 0.9               # A = lam * A_IF + (1 - lam) * A_VQ
+    lam: float = 1.0               # A = lam * A_IF + (1 - lam) * A_VQ
     if_variant: str = "full"       # full (81-class) | mean (of translation and rotation accuracy)
     estimator: str = "opencv"
     quality: str = "default"       # default | default-drift
