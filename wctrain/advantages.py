@@ -190,6 +190,14 @@ def _check_reward_names(rewards: Mapping[str, RewardValues], config: AdvantageCo
                          f"here ({sorted(rewards)})")
 
 
+def _normalised(name: str, values: RewardValues, config: AdvantageConfig,
+                global_std: Mapping[str, float] | None) -> torch.Tensor:
+    """One reward's advantage per group (last axis): normalised, then anchored at full marks."""
+    std = None if global_std is None else global_std[name]
+    return anchor_full_marks(group_normalize(values, config.std_mode, config.eps, std), values,
+                             config.full_marks.get(name, 0.0))
+
+
 def compute_group_advantages(rewards: Mapping[str, RewardValues], config: AdvantageConfig,
                              global_std: Mapping[str, float] | None = None) -> GroupAdvantages:
     """Normalise each reward within its group, weight and sum them, map to r, pick best-of-N.
@@ -200,10 +208,7 @@ def compute_group_advantages(rewards: Mapping[str, RewardValues], config: Advant
     Best-of-N ranks the combined advantage before clipping (clipping would create ties).
     """
     _check_reward_names(rewards, config)
-    per_reward = {name: anchor_full_marks(group_normalize(values, config.std_mode, config.eps,
-                                                          None if global_std is None else global_std[name]),
-                                          values, config.full_marks.get(name, 0.0))
-                  for name, values in rewards.items()}
+    per_reward = {name: _normalised(name, values, config, global_std) for name, values in rewards.items()}
     shapes = {name: tuple(value.shape) for name, value in per_reward.items()}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"every reward needs one value per candidate, got shapes {shapes}")
@@ -241,14 +246,11 @@ def compute_latent_advantages(rewards: Mapping[str, RewardValues], config: Advan
         raise ValueError(f"every reward needs one value per candidate (and per latent), got shapes {shapes}")
     normalised = {}
     for name, values in rewards.items():
-        std = None if global_std is None else global_std[name]
         if name in per_latent:
             rows = values.T if isinstance(values, torch.Tensor) else np.asarray(values, dtype=object).T.tolist()
-            normalised[name] = anchor_full_marks(group_normalize(rows, config.std_mode, config.eps, std), rows,
-                                                 config.full_marks.get(name, 0.0)).T  # rows: (L, G)
+            normalised[name] = _normalised(name, rows, config, global_std).T  # rows: (L, G)
         else:
-            normalised[name] = anchor_full_marks(group_normalize(values, config.std_mode, config.eps, std), values,
-                                                 config.full_marks.get(name, 0.0))[:, None].expand(size, latents)
+            normalised[name] = _normalised(name, values, config, global_std)[:, None].expand(size, latents)
     advantage = sum(config.weights[name] * value for name, value in normalised.items())
     selected = best_of_n(advantage.mean(dim=1), config.top_k)
     return GroupAdvantages(normalised, advantage, to_r(advantage, config.z), selected)
