@@ -85,7 +85,7 @@ class TrainConfig:
 
 @dataclass
 class PretrainConfig:
-    run_dir: str = "/work/tinywm_runs/default"
+    run_dir: str = "runs/tinywm-pretrain"
     export_dir: str | None = None  # save_pretrained the EMA model here at the end
     model: dict[str, Any] = field(default_factory=dict)  # TinyWM constructor arguments
     data: DataConfig = field(default_factory=DataConfig)
