@@ -52,6 +52,19 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
     assert any(not torch.equal(initial[k], v) for k, v in _weights(run).items())
 
 
+def test_no_reward_spread_warns_so_and_not_that_v_old_is_wrong(tiny_init, tmp_path):
+    """IF only (the default) on a model that follows nothing: r = 1/2 everywhere, the gradient is
+    exactly 0 and the weights never move, so v_theta = v_old is right; the warning must name the
+    missing spread, not blame v_old."""
+    with pytest.warns(UserWarning) as record:
+        run = train(_cfg(tmp_path / "run", tiny_init, "rl.steps=11", "checkpoint_every=100"))
+    messages = [str(w.message) for w in record]
+    assert any("no update for 10 steps" in m for m in messages)
+    assert not any("v_old may be computed" in m for m in messages)
+    rows = [json.loads(row) for row in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [row["grad_norm"] for row in rows] == [0.0] * 11 and {row["r_mean"] for row in rows} == {0.5}
+
+
 def test_resume_continues_exactly(tiny_init, tmp_path):
     # with the label curriculum on, step 2's episodes depend on step 1's rollouts: resume must restore it
     focus = "rl.focus_candidates=3"

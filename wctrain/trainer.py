@@ -352,7 +352,7 @@ def train(cfg: Any) -> Path:
     sigmas = model.default_sigmas()
     rollout_fn = {"clip": rollout_clip_level, "sample": rollout_sample_level}[cfg.rl.rollout]
     per_latent = cfg.reward.credit == "latent"
-    zero_deviation_steps = 0
+    updated, zero_deviation_steps, still_steps = False, 0, 0  # for the two warnings below
 
     progress = Progress(TextColumn("[bold]wctrain"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
@@ -399,7 +399,7 @@ def train(cfg: Any) -> Path:
             for param in model.parameters():
                 if param.grad is not None and world > 1:
                     param.grad = accelerator.reduce(param.grad, reduction="sum")
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.rl.grad_clip)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.rl.grad_clip))
             optimizer.step()
             # 6. EMA updates: the old policy for the next rollouts, the evaluation copy
             old.update(model)
@@ -420,17 +420,28 @@ def train(cfg: Any) -> Path:
             visited_mask = accelerator.gather(torch.as_tensor(label_mask(unit_labels))).numpy()
             unit_if = accelerator.gather(torch.tensor(unit_if, dtype=torch.float64)).numpy()
             label_accuracy = update_label_accuracy(label_accuracy, visited_mask, unit_if, cfg.rl.focus_rate)
-            zero_deviation_steps = zero_deviation_steps + 1 if step > start and deviation == 0.0 else 0
-            # sparse training (only the embedding rows of the labels used) leaves v_theta = v_old
-            # exactly on labels not yet updated, so only a long run of zeros is suspicious
+            # a zero deviation is suspicious only right after a step whose gradient moved the weights
+            # (at r = 1/2 everywhere the gradient is exactly 0 and nothing moves, rightly); sparse
+            # training (only the embedding rows of the labels used) leaves v_theta = v_old exactly on
+            # labels not yet updated, so only a long run of zeros is suspicious
+            if deviation != 0.0:
+                zero_deviation_steps = 0
+            elif updated:
+                zero_deviation_steps += 1
+            updated = grad_norm > 0.0
+            still_steps = 0 if updated else still_steps + 1
             if zero_deviation_steps == 10:
                 warnings.warn("the current policy's prediction equals the old policy's after updates: "
                               "v_old may be computed from the current weights", stacklevel=1)
+            if still_steps == 10:
+                warnings.warn("no update for 10 steps: no group's candidates differed in any trained reward, so "
+                              "r = 1/2 everywhere and the gradient is 0 (a model that follows every action, or "
+                              "none); let VQ break ties (reward.lam=0.9) or explore more (rl.explore)", stacklevel=1)
             row = {"step": step + 1, "reward_if": float(gathered[:, 0].mean()), "reward_vq": float(gathered[:, 1].mean()),
                    "r_mean": float(gathered[:, 2].mean()), "r_std": float(gathered[:, 2].std()),
                    # units (latents, or clips) every candidate followed fully: what if_full_marks anchors
                    "if_full_marks_share": float(np.mean(unit_if == 1.0)),
-                   "loss": loss_sum, "deviation": deviation, "clip": rollouts[0].clip,
+                   "loss": loss_sum, "deviation": deviation, "grad_norm": grad_norm, "clip": rollouts[0].clip,
                    "weakest_labels": [int(i) for i in np.argsort(label_accuracy, kind="stable")[:4]],
                    "clip_generations": sum(r.clip_generations for r in rollouts) * world,
                    "seconds": time.perf_counter() - started}
