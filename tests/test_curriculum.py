@@ -48,14 +48,16 @@ def test_focused_sampler_visits_the_failing_labels_more_often():
     failing = {Action(forward=f, right=r, yaw=y).label for f, r in ((0, 1), (0, -1)) for y in (1, -1)}
     accuracy[sorted(failing)] = 0.0
 
-    def share(candidates: int) -> float:
-        cfg = TrainerConfig(rl=RLConfig(focus_candidates=candidates, combined_fraction=1.0))
+    def share(candidates: int, floor: float = 0.05) -> float:
+        cfg = TrainerConfig(rl=RLConfig(focus_candidates=candidates, combined_fraction=1.0, focus_floor=floor))
         hits = [bool(clip_labels(sample_episode(cfg, suite, step, 0, set(), accuracy, 1).script, 1) & failing)
                 for step in range(40)]
         return float(np.mean(hits))
 
-    uniform, focused = share(1), share(6)
+    uniform, focused, floored = share(1), share(6), share(6, floor=10.0)
     assert focused > uniform + 0.2, (uniform, focused)
+    # a high floor (rl.focus_floor) keeps drawing scripts whose labels are all followed
+    assert floored < focused - 0.2, (floored, focused)
 
 
 def test_curriculum_settings_are_checked_when_the_config_is_built():
@@ -65,3 +67,5 @@ def test_curriculum_settings_are_checked_when_the_config_is_built():
         RLConfig(focus_candidates=0)
     with pytest.raises(ValueError, match=r"rl.focus_rate must be in \(0, 1\]"):
         RLConfig(focus_rate=1.5)
+    with pytest.raises(ValueError, match="rl.focus_floor must be above 0"):
+        RLConfig(focus_floor=0.0)

@@ -71,6 +71,7 @@ class RLConfig:
     episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
     focus_candidates: int = 6      # label curriculum: pick each episode from this many scripts (1: off)
     focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
+    focus_floor: float = 0.05      # added to every candidate script's failure rate: labels followed stay visited
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -79,6 +80,9 @@ class RLConfig:
             raise ValueError(f"rl.focus_candidates must be at least 1 (1: no curriculum), got {self.focus_candidates}")
         if not 0.0 < self.focus_rate <= 1.0:
             raise ValueError(f"rl.focus_rate must be in (0, 1], got {self.focus_rate}")
+        if self.focus_floor <= 0.0:
+            raise ValueError(f"rl.focus_floor must be above 0 (0 would never draw a script whose labels are "
+                             f"all followed), got {self.focus_floor}")
         if self.explore_mode not in EXPLORATION_MODES:
             raise ValueError(f"rl.explore_mode must be one of {EXPLORATION_MODES}, got {self.explore_mode!r}")
         self.segment_steps = tuple(self.segment_steps)
@@ -168,7 +172,7 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
                                                     cfg.rl.segment_steps)))
     script = scripts[0]
     if len(scripts) > 1:
-        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts])
+        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts], cfg.rl.focus_floor)
         script = scripts[int(rng.choice(len(scripts), p=weights))]
     scene_seed = int(rng.integers(2**31))
     while scene_seed in held_out:
