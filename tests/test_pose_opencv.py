@@ -217,6 +217,16 @@ def test_pale_scene_with_few_textured_objects(estimator):
     assert labels(estimator.estimate(frames, K=K), estimator.thresholds) == expected
 
 
+def test_pitched_camera_moving_forward_and_turning(estimator):
+    """After six steps of pitching down, ``w+left`` moves along the tilted camera's own axis
+    (the action model's convention), so it sinks as it goes. Estimator v3 kept translation
+    level with the world's vertical and read the sinking as an extra pitch-down (8 of 48
+    transitions labelled forward + left + down); v4 levels it in the camera's own frame."""
+    frames, K, actions = render("down-6,w+left-6", seed=11)
+    expected = [(a.translation_label, a.rotation_label) for a in actions]
+    assert labels(estimator.estimate(frames, K=K), estimator.thresholds) == expected
+
+
 # ---------------------------------------------------------------- real footage
 
 def _realvid_cases():

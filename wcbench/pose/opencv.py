@@ -14,8 +14,9 @@ parallax to read at small resolutions. Per window:
    turning camera: on a static clip its pose is nonsense);
 3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
    rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
-4. 4-DoF refinement, rotation + level translation direction (rejects the ground-plane
-   twin), the translation sign from cheirality;
+4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
+   plane (rejects the ground-plane twin; the action model moves along the camera's axes,
+   so a pitched camera that moves forward also rises or sinks), the sign from cheirality;
 5. the window's relative pose: the chosen rotation and a translation whose direction is
    the refined one and whose **length is scale-free parallax**: the median
    rotation-compensated image displacement of the tracks over the window, in normalised
@@ -32,7 +33,10 @@ unless compressed, contrast-normalised so that faint texture (pale floors and wa
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
 Version 3 added the contrast normalisation and stopped taking periodic scene texture for a
-coding grid (a false grid had smoothed a clean scene's checkered pillars).
+coding grid (a false grid had smoothed a clean scene's checkered pillars). Version 4 keeps the
+translation level in each window's own camera frame; versions 1-3 levelled it with the world's
+vertical, chained through the windows, which read a pitched camera's forward motion as a
+spurious pitch.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from wcbench.pose.deblock import BlockGrid, deblock, detect_block_grid
 from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
 
 _AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
+_CAMERA_DOWN = np.array([0.0, 1.0, 0.0])  # the camera's own y axis (image down)
 
 
 @dataclass(frozen=True)
@@ -217,7 +222,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "3"
+    version = "4"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -256,15 +261,9 @@ class OpenCVPoseEstimator:
                 matches = list(pool.map(lambda window: self._correspondences(window, K), jobs))
         else:
             matches = [self._correspondences(window, K) for window in jobs]
-        # 2. the level-translation fit needs the camera's tilt, chained window by window
-        #    (frame 0 is taken as level, as the action model defines it)
+        # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
-        motions, rotation = [], np.eye(3)
-        for match in matches:
-            motion = self._window_motion(match, K, gate, down=rotation.T @ np.array([0.0, 1.0, 0.0]))
-            rotation = rotation @ motion.rel[:3, :3]
-            motions.append(motion)
-        return motions
+        return [self._window_motion(match, K, gate) for match in matches]
 
     def moving_gate(self, matches: list[_Correspondences]) -> float:
         """Coherent parallax (px) above which a window translated: ``gate_px``, raised on noisy
@@ -287,18 +286,19 @@ class OpenCVPoseEstimator:
         R_e, t_e = _essential_pose(tracks, K, self.config)
         return _Correspondences(tracks, x1, x2, R_rot, coherent_px, R_e, t_e)
 
-    def _level_motion(self, match: _Correspondences, scale: float,
-                      down: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _level_motion(self, match: _Correspondences, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rotation, signed unit translation and inlier mask of the 4-DoF fit, refined from
-        the rotation-only and essential-matrix rotations x several azimuths."""
+        the rotation-only and essential-matrix rotations x several azimuths. The translation
+        is kept off the camera's own vertical axis: the action model moves along the camera's
+        axes (``w`` while looking up also rises), so a pitched camera's level is its own."""
         R_starts = [match.R_rot] + ([match.R_essential] if match.R_essential is not None else [])
         azimuths = _AZIMUTH_STARTS
         if match.t_essential is not None:
-            forward, right = geo.horizontal_basis(down)
+            forward, right = geo.horizontal_basis(_CAMERA_DOWN)
             azimuths = np.append(azimuths, math.atan2(match.t_essential @ right, match.t_essential @ forward))
         subset = _even_subset(len(match.x1), self.config.max_refine_points)
         Rs, ts, costs = geo.refine_planar_motion(match.x1[subset], match.x2[subset], np.stack(R_starts), azimuths,
-                                                 down, scale)
+                                                 _CAMERA_DOWN, scale)
         best = int(np.argmin(costs))
         R, t_dir = Rs[best], ts[best]
         residuals = geo.sampson_residuals(geo.essential_from_pose(R, t_dir)[None], match.x1, match.x2)[0]
@@ -306,14 +306,14 @@ class OpenCVPoseEstimator:
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
         return R, sign * t_dir, inliers
 
-    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float, down: np.ndarray) -> WindowMotion:
+    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float) -> WindowMotion:
         config = self.config
         num_tracks = len(match.x1)
         if num_tracks < config.min_tracks:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         focal = K[0, 0]
         scale = config.robust_px / focal
-        R_level, t_dir, inliers = self._level_motion(match, scale, down)
+        R_level, t_dir, inliers = self._level_motion(match, scale)
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length never
         # falls below the coherent parallax, so it orders windows as the decision does.
         is_moving = match.coherent_px > gate
