@@ -255,7 +255,7 @@ class OpenCVPoseEstimator:
     def estimate_windows(self, grays: list[np.ndarray], K: np.ndarray) -> list[WindowMotion]:
         """Window motions of working-size grayscale frames, one per :func:`latent_windows`."""
         jobs = [grays[first:last + 1] for first, last in latent_windows(len(grays))]
-        # 1. tracking and the tilt-free fits are independent per window: run them in parallel
+        # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:
                 matches = list(pool.map(lambda window: self._correspondences(window, K), jobs))
