@@ -9,6 +9,8 @@ in b the epipolar constraint is ``x2 . E x1 = 0`` with ``E = R^T [t]_x``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _EYE3 = np.eye(3)
@@ -182,26 +184,27 @@ def cheirality_sign(x1: np.ndarray, x2: np.ndarray, R: np.ndarray, t: np.ndarray
 
 # ---------------------------------------------------------------- 4-DoF refinement
 
-def horizontal_basis(down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Level forward and right axes (camera frame) for a camera whose world-down is ``down``."""
-    right = np.cross(down, [0.0, 0.0, 1.0])
-    if np.linalg.norm(right) < 1e-6:  # looking straight up or down: any level axis will do
-        right = np.array([1.0, 0.0, 0.0])
-    right /= np.linalg.norm(right)
-    forward = np.cross(right, down)
-    return forward / np.linalg.norm(forward), right
+def planar_direction(azimuth: np.ndarray) -> np.ndarray:
+    """Unit translations (..., 3) in the camera's own horizontal (x-z) plane: azimuth 0 is
+    forward (+z), pi/2 is right (+x). The action model moves along the camera's own axes, so a
+    pitched camera's level plane is its own, whatever the world's vertical."""
+    return np.concatenate([np.sin(azimuth), np.zeros_like(azimuth), np.cos(azimuth)], axis=-1)
 
 
-def _planar_poses(R_base: np.ndarray, params: np.ndarray, forward: np.ndarray,
-                  right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    R = R_base @ rodrigues(params[..., :3])
-    az = params[..., 3:4]
-    return R, np.cos(az) * forward + np.sin(az) * right
+def planar_azimuth(t: np.ndarray) -> float:
+    """The azimuth of ``t`` projected on the camera's horizontal plane (inverse of
+    :func:`planar_direction`)."""
+    return math.atan2(t[0], t[2])
+
+
+def _planar_poses(R_base: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return R_base @ rodrigues(params[..., :3]), planar_direction(params[..., 3:4])
 
 
 def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, azimuth_starts: np.ndarray,
-                         down: np.ndarray, scale: float, iterations: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rotation + level translation direction (4 DoF) minimising a Cauchy-robust Sampson cost.
+                         scale: float, iterations: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rotation + a translation direction in the camera's horizontal plane (4 DoF, see
+    :func:`planar_direction`) minimising a Cauchy-robust Sampson cost.
 
     The action space has no vertical translation, so the essential matrix's ground-plane
     twin (vertical translation and a wrong pitch) cannot be represented here. All starts
@@ -211,7 +214,6 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
     Returns, per start, the refined rotations (S, 3, 3), unit translations (S, 3) (sign not
     fixed: the cost is even in ``t``) and robust costs (S,).
     """
-    forward, right = horizontal_basis(down)
     n_rot, n_az = len(R_starts), len(azimuth_starts)
     R_base = np.repeat(R_starts, n_az, axis=0)
     params = np.zeros((n_rot * n_az, 4))
@@ -221,7 +223,7 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
     perturb = np.vstack([np.zeros(4), step * np.eye(4)])  # (5, 4)
 
     def residuals(p: np.ndarray, base: np.ndarray) -> np.ndarray:
-        R, t = _planar_poses(base, p, forward, right)
+        R, t = _planar_poses(base, p)
         return sampson_residuals(essential_from_pose(R, t), x1, x2)
 
     def cauchy_cost(r: np.ndarray) -> np.ndarray:
@@ -245,5 +247,5 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
         params = np.where(better[:, None], candidate, params)
         cost = np.where(better, new_cost, cost)
         damping = np.where(better, damping * 0.3, damping * 10.0)
-    R, t = _planar_poses(R_base, params, forward, right)
+    R, t = _planar_poses(R_base, params)
     return R, t, cost

@@ -41,7 +41,6 @@ spurious pitch.
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
@@ -63,7 +62,6 @@ from wcbench.pose.deblock import BlockGrid, deblock, detect_block_grid
 from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
 
 _AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
-_CAMERA_DOWN = np.array([0.0, 1.0, 0.0])  # the camera's own y axis (image down)
 
 
 @dataclass(frozen=True)
@@ -289,16 +287,15 @@ class OpenCVPoseEstimator:
     def _level_motion(self, match: _Correspondences, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rotation, signed unit translation and inlier mask of the 4-DoF fit, refined from
         the rotation-only and essential-matrix rotations x several azimuths. The translation
-        is kept off the camera's own vertical axis: the action model moves along the camera's
-        axes (``w`` while looking up also rises), so a pitched camera's level is its own."""
+        stays in the camera's own horizontal plane (:func:`geometry.planar_direction`): the
+        action model moves along the camera's axes (``w`` while looking up also rises)."""
         R_starts = [match.R_rot] + ([match.R_essential] if match.R_essential is not None else [])
         azimuths = _AZIMUTH_STARTS
         if match.t_essential is not None:
-            forward, right = geo.horizontal_basis(_CAMERA_DOWN)
-            azimuths = np.append(azimuths, math.atan2(match.t_essential @ right, match.t_essential @ forward))
+            azimuths = np.append(azimuths, geo.planar_azimuth(match.t_essential))
         subset = _even_subset(len(match.x1), self.config.max_refine_points)
         Rs, ts, costs = geo.refine_planar_motion(match.x1[subset], match.x2[subset], np.stack(R_starts), azimuths,
-                                                 _CAMERA_DOWN, scale)
+                                                 scale)
         best = int(np.argmin(costs))
         R, t_dir = Rs[best], ts[best]
         residuals = geo.sampson_residuals(geo.essential_from_pose(R, t_dir)[None], match.x1, match.x2)[0]
