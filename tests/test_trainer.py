@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -118,8 +119,6 @@ def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
 
 def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
     """A clip-level candidate with the adapter's seed is the adapter's own clip, frame for frame."""
-    import numpy as np
-
     from wcbench.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
     from wcbench.scenes.synthetic import build_scene, render
     from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm
@@ -235,6 +234,45 @@ def test_boost_exploration_adds_more_of_the_labels_own_parts_never_less(tiny_ini
     assert (coefficients >= -1e-5).all() and (coefficients > 0.05).any()
 
 
+def test_label_scale_explores_each_label_by_its_own_factor(tiny_init):
+    """``label_scale`` multiplies each frame's offset by its label's factor: a label at 0 is
+    not explored at all, one at 2 twice as far as without it (same draw)."""
+    from wcbench.actions import NUM_LABELS, Action
+    from wctrain.models.tinywm import TinyWMContext
+
+    model = TinyWM.from_pretrained(tiny_init).eval()
+    with torch.no_grad():
+        model.conv_out.weight.normal_(std=0.05)
+    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(3, -1, -1, -1, -1)
+    ctx = TinyWMContext(history=torch.zeros(3, 1, model.latent_channels, 32, 32))
+    sigma = torch.full((3,), 0.5)
+    followed, failed = Action(forward=1), Action(right=1, yaw=1)
+    scale = torch.ones(NUM_LABELS)
+    scale[followed.label], scale[failed.label] = 0.0, 2.0
+    forward = torch.tensor([1.0, 0.0, 0.0, 0.0]).expand(3, 4, 4)
+    strafe_turn = torch.tensor([0.0, 1.0, 1.0, 0.0]).expand(3, 4, 4)
+    with model.explore(1.0, 3, torch.Generator().manual_seed(5), label_scale=scale):
+        still = model.velocity(x, sigma, ctx, forward)
+        wide = model.velocity(x, sigma, ctx, strafe_turn)
+    assert torch.allclose(still, model.velocity(x, sigma, ctx, forward), atol=1e-6)
+    assert not torch.allclose(wide[0], wide[1])
+    with model.explore(2.0, 3, torch.Generator().manual_seed(5)):  # the same draw, twice the offset
+        assert torch.allclose(wide, model.velocity(x, sigma, ctx, strafe_turn), atol=1e-5)
+    with pytest.raises(ValueError, match="one entry per label"):
+        with model.explore(1.0, 3, torch.Generator(), label_scale=torch.ones(3)):
+            pass
+
+
+def test_exploration_scales_widen_failed_labels_and_narrow_followed_ones():
+    from wctrain.curriculum import exploration_scales
+
+    scales = exploration_scales(np.array([0.0, 0.5, 1.0]), 0.5)
+    assert np.allclose(scales, [1.5, 1.0, 0.5])
+    assert np.allclose(exploration_scales(np.array([0.0, 1.0]), 0.0), 1.0)
+    with pytest.raises(ValueError, match="exploration focus"):
+        exploration_scales(np.array([0.5]), 1.0)
+
+
 def test_select_trainable_freezes_the_rest_and_rejects_a_typo(tiny_init):
     from wctrain.trainer import select_trainable
 
@@ -326,3 +364,26 @@ def test_segment_steps_shape_training_scripts_and_settings_are_checked():
         RLConfig(segment_steps=(0, 2))
     with pytest.raises(ValueError, match="reward.credit"):
         RewardConfig(credit="frame")
+
+
+def test_train_yaml_lists_every_setting_with_the_dataclass_default():
+    """Every field of TrainerConfig is in wctrain/conf/train.yaml with the same default, so each
+    is documented there and overridable as key=value (hydra refuses keys the YAML lacks)."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from wctrain.trainer import TrainerConfig
+
+    def flat(node, prefix=""):
+        items = dataclasses.asdict(node).items() if dataclasses.is_dataclass(node) else node.items()
+        out = {}
+        for key, value in items:
+            if isinstance(value, dict):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[prefix + key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    yaml = flat(OmegaConf.to_container(load_config("train", []), resolve=True))
+    assert yaml == flat(TrainerConfig())

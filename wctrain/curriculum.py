@@ -5,9 +5,13 @@ and a uniform episode sampler visits each of them rarely. The curriculum keeps a
 IF reward per full action label, fed by every group's rollouts (with per-latent credit, the
 candidates' mean IF of each latent, credited to that latent's label; with clip credit, the
 group's mean IF, credited to each label its target clip commands), and picks each training episode from a
-few candidate scripts with probability proportional to how badly the policy follows the
-labels of the candidate's target clip. Nothing here looks at held-out cases: the figures
-come from training rollouts only.
+few candidate scripts with probability proportional to how much a group on the candidate's
+target clip can teach. Two scores (``rl.focus_score``): ``failure``, how badly the policy
+follows the clip's labels (1 - IF); ``spread``, that failure times the chance that a group
+of G candidates holds both a follower and a non-follower. Under IF-only rewards only such
+a group carries a gradient: a label no candidate ever follows (tinywm: strafing while
+turning, IF near 0) draws the most episodes under ``failure`` and teaches nothing. Nothing
+here looks at held-out cases: the figures come from training rollouts only.
 
 Pure functions on numpy arrays, so every rank computes the same choice from the same
 gathered numbers, and the state (one float per label) goes into the checkpoint.
@@ -20,6 +24,7 @@ import numpy as np
 from wcbench.actions import NUM_LABELS, Script, clip_step_actions
 
 PRIOR_ACCURACY = 0.5  # a label no rollout has visited yet counts as half followed
+FOCUS_SCORES = ("failure", "spread")
 
 
 def initial_label_accuracy() -> np.ndarray:
@@ -56,9 +61,32 @@ def update_label_accuracy(accuracy: np.ndarray, mask: np.ndarray, group_if: np.n
     return np.where(visited, (1.0 - rate) * accuracy + rate * mean_if, accuracy)
 
 
-def episode_weights(accuracy: np.ndarray, candidates: list[set[int]], floor: float = 0.05) -> np.ndarray:
-    """Choice probabilities of candidate episodes: the mean failure rate (1 - running IF) of
-    the labels of each candidate's target clip, plus ``floor`` so none is ever excluded."""
-    failure = np.array([np.mean([1.0 - accuracy[label] for label in labels]) for labels in candidates])
-    weights = failure + floor
+def label_scores(accuracy: np.ndarray, score: str = "spread", group_size: int = 8) -> np.ndarray:
+    """What a group on each label can teach, from its running IF ``accuracy`` (read as the chance
+    that one candidate follows it): ``failure`` = 1 - IF; ``spread`` = (1 - IF) x (1 - IF^G -
+    (1 - IF)^G), the failure times the chance that G candidates neither all follow nor all fail."""
+    if score not in FOCUS_SCORES:
+        raise ValueError(f"curriculum score must be one of {FOCUS_SCORES}, got {score!r}")
+    failure = 1.0 - accuracy
+    if score == "failure":
+        return failure
+    return failure * (1.0 - accuracy**group_size - failure**group_size)
+
+
+def exploration_scales(accuracy: np.ndarray, focus: float) -> np.ndarray:
+    """Per-label factor on the exploration offset: ``1 + focus * (1 - 2 IF)``, so at ``focus``
+    0.5 a label no rollout follows is explored at 1.5 x and one every rollout follows at 0.5 x.
+    Followed labels then draw candidates that move alike (r near 1/2: NFT holds them), while
+    failed ones draw the wider readings a follower is found among."""
+    if not 0.0 <= focus < 1.0:
+        raise ValueError(f"exploration focus must be in [0, 1), got {focus}")
+    return 1.0 + focus * (1.0 - 2.0 * accuracy)
+
+
+def episode_weights(accuracy: np.ndarray, candidates: list[set[int]], floor: float = 0.05,
+                    score: str = "spread", group_size: int = 8) -> np.ndarray:
+    """Choice probabilities of candidate episodes: the mean :func:`label_scores` of the labels of
+    each candidate's target clip, plus ``floor`` so none is ever excluded."""
+    scores = label_scores(accuracy, score, group_size)
+    weights = np.array([np.mean([scores[label] for label in labels]) for labels in candidates]) + floor
     return weights / weights.sum()

@@ -89,14 +89,15 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
 @torch.no_grad()
 def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                        generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
-                       explore: float = 0.0, explore_mode: str = "isotropic") -> GroupRollout:
+                       explore: float = 0.0, explore_mode: str = "isotropic",
+                       explore_labels: torch.Tensor | None = None) -> GroupRollout:
     """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
     size = _size(episode.image)
     history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     context = history.expand(group_size, *history.shape[1:]).contiguous()
     actions = actions.expand(group_size, -1, -1).contiguous()
-    with _exploring(model, explore, group_size, generator, explore_mode):
+    with _exploring(model, explore, group_size, generator, explore_mode, explore_labels):
         candidates = sample_clip(model, context, actions, sigmas, generator, eta=eta)
     views = [_view(frame0, last, frames, step_actions) for frames in _decode(model, candidates, size)]
     return GroupRollout(clip, context, candidates, actions, views,
@@ -106,14 +107,15 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
 @torch.no_grad()
 def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                          generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
-                         explore: float = 0.0, explore_mode: str = "isotropic") -> GroupRollout:
+                         explore: float = 0.0, explore_mode: str = "isotropic",
+                         explore_labels: torch.Tensor | None = None) -> GroupRollout:
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
     size = _size(episode.image)
     contexts, candidates, views = [], [], []
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     for _ in range(group_size):
         history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
-        with _exploring(model, explore, 1, generator, explore_mode):
+        with _exploring(model, explore, 1, generator, explore_mode, explore_labels):
             latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         contexts.append(history)
         candidates.append(latents)
@@ -123,14 +125,18 @@ def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, si
                         count_clip_generations(clip, group_size, rollout="sample"))
 
 
-def _exploring(model, scale: float, batch: int, generator: torch.Generator, mode: str):
-    """``model.explore(...)`` for the target clip's candidates, or nothing when ``scale`` is 0."""
+def _exploring(model, scale: float, batch: int, generator: torch.Generator, mode: str,
+               label_scale: torch.Tensor | None = None):
+    """``model.explore(...)`` for the target clip's candidates, or nothing when ``scale`` is 0;
+    ``label_scale`` (one factor per label) is passed on only when given."""
     if scale <= 0:
         return nullcontext()
     if not hasattr(model, "explore"):
         raise ValueError(f"rl.explore = {scale} needs a model with an explore() method; "
                          f"{type(model).__name__} has none (set rl.explore=0)")
-    return model.explore(scale, batch, generator, mode=mode)
+    if label_scale is None:
+        return model.explore(scale, batch, generator, mode=mode)
+    return model.explore(scale, batch, generator, mode=mode, label_scale=label_scale)
 
 
 def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:

@@ -31,7 +31,8 @@ from wcbench.storage import atomic_path, write_json
 from wcbench.suite import generate_script, load_suite
 from wctrain.advantages import AdvantageConfig, compute_group_advantages, compute_latent_advantages, reward_std
 from wctrain.curriculum import (
-    clip_labels, episode_weights, initial_label_accuracy, label_mask, update_label_accuracy,
+    FOCUS_SCORES, clip_labels, episode_weights, exploration_scales, initial_label_accuracy, label_mask,
+    update_label_accuracy,
 )
 from wctrain.models.tinywm import EXPLORATION_MODES
 from wctrain.nft import kl_to_reference, nft_loss, rwr_loss, subsample_timesteps
@@ -52,6 +53,7 @@ class RLConfig:
     rollout: str = "clip"          # clip (shared prefix) | sample (G whole videos; the ablation)
     sampler_eta: float = 1.0       # rollouts' ancestral-sampler noise (0: the deterministic Euler sampler)
     explore: float = 1.0           # per-candidate action-embedding perturbation scale (0: none)
+    explore_focus: float = 0.0     # per label x (1 + focus (1 - 2 IF)) by the curriculum's running IF (0: off)
     explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion)
     #                                  | parts (frames read as a part) | boost (isotropic + more of each part)
     trainable: list[str] | None = field(default_factory=lambda: ["action_embedding", "action_proj"])  # None: all
@@ -71,7 +73,8 @@ class RLConfig:
     episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
     focus_candidates: int = 6      # label curriculum: pick each episode from this many scripts (1: off)
     focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
-    focus_floor: float = 0.05      # added to every candidate script's failure rate: labels followed stay visited
+    focus_floor: float = 0.05      # added to every candidate script's score: labels followed stay visited
+    focus_score: str = "spread"    # spread: failure x chance a group has IF spread | failure: 1 - IF
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -83,6 +86,10 @@ class RLConfig:
         if self.focus_floor <= 0.0:
             raise ValueError(f"rl.focus_floor must be above 0 (0 would never draw a script whose labels are "
                              f"all followed), got {self.focus_floor}")
+        if self.focus_score not in FOCUS_SCORES:
+            raise ValueError(f"rl.focus_score must be one of {FOCUS_SCORES}, got {self.focus_score!r}")
+        if not 0.0 <= self.explore_focus < 1.0:
+            raise ValueError(f"rl.explore_focus must be in [0, 1), got {self.explore_focus}")
         if self.explore_mode not in EXPLORATION_MODES:
             raise ValueError(f"rl.explore_mode must be one of {EXPLORATION_MODES}, got {self.explore_mode!r}")
         self.segment_steps = tuple(self.segment_steps)
@@ -172,7 +179,8 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
                                                     cfg.rl.segment_steps)))
     script = scripts[0]
     if len(scripts) > 1:
-        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts], cfg.rl.focus_floor)
+        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts], cfg.rl.focus_floor,
+                                  cfg.rl.focus_score, cfg.rl.group_size)
         script = scripts[int(rng.choice(len(scripts), p=weights))]
     scene_seed = int(rng.integers(2**31))
     while scene_seed in held_out:
@@ -368,13 +376,16 @@ def train(cfg: Any) -> Path:
             groups = [rank * cfg.rl.groups_per_rank + g for g in range(cfg.rl.groups_per_rank)]
             rollouts, scores, episodes = [], [], []
             clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
+            explore_labels = None
+            if cfg.rl.explore_focus:
+                explore_labels = torch.from_numpy(exploration_scales(label_accuracy, cfg.rl.explore_focus))
             for group in groups:
                 generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 1))
                 episode = sample_episode(cfg, suite, step, group, held_out, label_accuracy, clip)
                 episodes.append(episode)
                 rollout = rollout_fn(old.module, episode, clip, cfg.rl.group_size, sigmas, generator,
                                      eta=cfg.rl.sampler_eta, explore=cfg.rl.explore,
-                                     explore_mode=cfg.rl.explore_mode)
+                                     explore_mode=cfg.rl.explore_mode, explore_labels=explore_labels)
                 rollouts.append(rollout)
                 # 3. rewards: the benchmark's scorers
                 prompts = [episode.prompt] * cfg.rl.group_size

@@ -183,6 +183,7 @@ class TinyWM(ModelMixin, ConfigMixin):
         nn.init.zeros_(self.conv_out.bias)
         # set only inside explore(): (mode, per-candidate offsets or coefficients)
         self._exploration: tuple[str, torch.Tensor] | None = None
+        self._exploration_label_scale: torch.Tensor | None = None
 
     # ------------------------------------------------------------ latent space
 
@@ -261,7 +262,10 @@ class TinyWM(ModelMixin, ConfigMixin):
         labels = self.action_labels(actions).reshape(batch * num_latents, fpl)
         frame_emb = self.action_embedding(labels)
         if self._exploration is not None:
-            frame_emb = frame_emb + self._exploration_offsets(labels, batch, num_latents)
+            offsets = self._exploration_offsets(labels, batch, num_latents)
+            if self._exploration_label_scale is not None:
+                offsets = offsets * self._exploration_label_scale.to(offsets)[labels][..., None]
+            frame_emb = frame_emb + offsets
         action_emb = self.action_proj(frame_emb.flatten(1))
         cond_emb = time_emb + action_emb
 
@@ -295,7 +299,7 @@ class TinyWM(ModelMixin, ConfigMixin):
 
     @contextmanager
     def explore(self, scale: float, batch: int, generator: torch.Generator,
-                mode: str = "isotropic") -> Iterator[None]:
+                mode: str = "isotropic", label_scale: torch.Tensor | None = None) -> Iterator[None]:
         """Exploration for RL rollouts: inside the block, sample ``b`` of the batch reads its
         actions through a perturbed action embedding, fixed for the block.
 
@@ -319,6 +323,8 @@ class TinyWM(ModelMixin, ConfigMixin):
         label's own rotation and translation as in ``components``: more of a part, never less,
         to test whether the readings with less motion than commanded were what hurt
         ``components`` and ``parts`` in training (they were not: README, "Post-training").
+        ``label_scale`` (NUM_LABELS,), optional: each frame's offset times its label's entry, so
+        labels the policy follows can be explored less than labels it fails.
         """
         if mode in ("isotropic", "parts", "boost"):
             std = float(self.action_embedding.weight.detach().std())
@@ -331,11 +337,15 @@ class TinyWM(ModelMixin, ConfigMixin):
             values = scale * torch.randn(batch, 2, generator=generator)
         else:
             raise ValueError(f"exploration mode must be one of {EXPLORATION_MODES}, got {mode!r}")
+        if label_scale is not None and tuple(label_scale.shape) != (NUM_LABELS,):
+            raise ValueError(f"label_scale must have one entry per label ({NUM_LABELS}), got {tuple(label_scale.shape)}")
         self._exploration = (mode, values)
+        self._exploration_label_scale = label_scale
         try:
             yield
         finally:
             self._exploration = None
+            self._exploration_label_scale = None
 
     def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
         """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore()."""
