@@ -61,15 +61,17 @@ done
 # scripts whose labels are all followed stay drawn
 /usr/bin/time -f "floor-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/floor-seed-3 eval.every=0 \
   rl.seed=3 rl.focus_floor=0.5"
-# session 14: the curriculum weighted by failure alone (the default until session 13), with the seeds the
-# default was measured on; and exploration scaled per label by the curriculum's running IF
+# session 14: the default with seed 3; without its per-label exploration; and with the curriculum weighted by
+# failure alone as well (the default until session 13), each with seeds 0 and 3
+/usr/bin/time -f "default-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/default-seed-3 \
+  eval.every=0 rl.seed=3"
 for seed in 0 3; do
   /usr/bin/time -f "failure-seed-$seed wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/failure-seed-$seed \
-    eval.every=0 rl.seed=$seed rl.focus_score=failure"
-  /usr/bin/time -f "explore-focus-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
-    run_dir=$OUT/explore-focus-seed-$seed eval.every=0 rl.seed=$seed rl.explore_focus=0.5"
+    eval.every=0 rl.seed=$seed rl.focus_score=failure rl.explore_focus=0"
+  /usr/bin/time -f "explore-focus-0-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
+    run_dir=$OUT/explore-focus-0-seed-$seed eval.every=0 rl.seed=$seed rl.explore_focus=0"
 done
-for name in if-only-seed-1 if-only-seed-2 if-only-seed-3 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-seed-0 explore-focus-seed-3; do
+for name in if-only-seed-1 if-only-seed-2 if-only-seed-3 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 default-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3; do
   evaluate "$name" "$OUT/$name/final"
 done
 
@@ -86,8 +88,9 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "curriculum floor 0.5, seed 3, 2 processes=$OUT/eval-floor-seed-3" \
   "failure-weighted curriculum, 2 processes=$OUT/eval-failure-seed-0" \
   "failure-weighted curriculum, seed 3, 2 processes=$OUT/eval-failure-seed-3" \
-  "exploration focus 0.5, 2 processes=$OUT/eval-explore-focus-seed-0" \
-  "exploration focus 0.5, seed 3, 2 processes=$OUT/eval-explore-focus-seed-3" \
+  "default, seed 3, 2 processes=$OUT/eval-default-seed-3" \
+  "no per-label exploration, 2 processes=$OUT/eval-explore-focus-0-seed-0" \
+  "no per-label exploration, seed 3, 2 processes=$OUT/eval-explore-focus-0-seed-3" \
   "lam 0.9 (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \

@@ -53,7 +53,7 @@ class RLConfig:
     rollout: str = "clip"          # clip (shared prefix) | sample (G whole videos; the ablation)
     sampler_eta: float = 1.0       # rollouts' ancestral-sampler noise (0: the deterministic Euler sampler)
     explore: float = 1.0           # per-candidate action-embedding perturbation scale (0: none)
-    explore_focus: float = 0.0     # per label x (1 + focus (1 - 2 IF)) by the curriculum's running IF (0: off)
+    explore_focus: float = 0.5     # per label x (1 + focus (1 - 2 IF)) by the curriculum's running IF (0: off)
     explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion)
     #                                  | parts (frames read as a part) | boost (isotropic + more of each part)
     trainable: list[str] | None = field(default_factory=lambda: ["action_embedding", "action_proj"])  # None: all
