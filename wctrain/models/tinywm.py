@@ -181,9 +181,8 @@ class TinyWM(ModelMixin, ConfigMixin):
         # start as "the next frames repeat the last one" so early training is stable
         nn.init.zeros_(self.conv_out.weight)
         nn.init.zeros_(self.conv_out.bias)
-        # set only inside explore(): (mode, per-candidate offsets or coefficients)
-        self._exploration: tuple[str, torch.Tensor] | None = None
-        self._exploration_label_scale: torch.Tensor | None = None
+        # set only inside explore(): (mode, per-candidate offsets or coefficients, per-label factors)
+        self._exploration: tuple[str, torch.Tensor, torch.Tensor | None] | None = None
 
     # ------------------------------------------------------------ latent space
 
@@ -262,10 +261,7 @@ class TinyWM(ModelMixin, ConfigMixin):
         labels = self.action_labels(actions).reshape(batch * num_latents, fpl)
         frame_emb = self.action_embedding(labels)
         if self._exploration is not None:
-            offsets = self._exploration_offsets(labels, batch, num_latents)
-            if self._exploration_label_scale is not None:
-                offsets = offsets * self._exploration_label_scale.to(offsets)[labels][..., None]
-            frame_emb = frame_emb + offsets
+            frame_emb = frame_emb + self._exploration_offsets(labels, batch, num_latents)
         action_emb = self.action_proj(frame_emb.flatten(1))
         cond_emb = time_emb + action_emb
 
@@ -339,20 +335,24 @@ class TinyWM(ModelMixin, ConfigMixin):
             raise ValueError(f"exploration mode must be one of {EXPLORATION_MODES}, got {mode!r}")
         if label_scale is not None and tuple(label_scale.shape) != (NUM_LABELS,):
             raise ValueError(f"label_scale must have one entry per label ({NUM_LABELS}), got {tuple(label_scale.shape)}")
-        self._exploration = (mode, values)
-        self._exploration_label_scale = label_scale
+        self._exploration = (mode, values, label_scale)
         try:
             yield
         finally:
             self._exploration = None
-            self._exploration_label_scale = None
 
     def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
-        """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore()."""
-        mode, values = self._exploration
+        """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore(), each
+        frame's times its label's ``label_scale`` factor when one was given."""
+        mode, values, label_scale = self._exploration
         count = (values[0] if isinstance(values, tuple) else values).shape[0]
         if count != batch:
             raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
+        offsets = self._mode_offsets(mode, values, labels, num_latents)
+        return offsets if label_scale is None else offsets * label_scale.to(offsets)[labels][..., None]
+
+    def _mode_offsets(self, mode: str, values, labels: torch.Tensor, num_latents: int) -> torch.Tensor:
+        """The offsets of one exploration mode (see :meth:`explore`) for frames of ``labels``."""
         if mode == "isotropic":
             return values.repeat_interleave(num_latents, 0)[:, None]
         table = self.action_embedding.weight.detach()
