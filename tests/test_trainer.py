@@ -263,6 +263,24 @@ def test_label_scale_explores_each_label_by_its_own_factor(tiny_init):
             pass
 
 
+def test_exploring_names_a_model_whose_explore_takes_no_label_scale():
+    """A third-party model with the older ``explore()`` signature gets an error that says
+    which setting to change, not Python's TypeError from deep in the rollout."""
+    from contextlib import nullcontext
+
+    from wctrain.rollout import _exploring
+
+    class OlderModel:
+        def explore(self, scale, batch, generator, mode="isotropic"):
+            return nullcontext()
+
+    generator = torch.Generator()
+    with _exploring(OlderModel(), 1.0, 2, generator, "isotropic"):  # no per-label scale: runs
+        pass
+    with pytest.raises(ValueError, match=r"OlderModel\.explore\(\) takes no label_scale.*explore_focus=0"):
+        _exploring(OlderModel(), 1.0, 2, generator, "isotropic", label_scale=torch.ones(3))
+
+
 def test_exploration_scales_widen_failed_labels_and_narrow_followed_ones():
     from wctrain.curriculum import exploration_scales
 

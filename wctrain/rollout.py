@@ -16,6 +16,7 @@ converted to uint8 and resized to the output size with the adapter's own functio
 
 from __future__ import annotations
 
+import inspect
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -136,6 +137,10 @@ def _exploring(model, scale: float, batch: int, generator: torch.Generator, mode
                          f"{type(model).__name__} has none (set rl.explore=0)")
     if label_scale is None:
         return model.explore(scale, batch, generator, mode=mode)
+    if "label_scale" not in inspect.signature(model.explore).parameters:
+        raise ValueError(f"rl.explore_focus > 0 scales exploration per label, but "
+                         f"{type(model).__name__}.explore() takes no label_scale argument "
+                         f"(add one, or set rl.explore_focus=0)")
     return model.explore(scale, batch, generator, mode=mode, label_scale=label_scale)
 
 
