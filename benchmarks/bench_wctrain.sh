@@ -35,9 +35,10 @@ wctrain train run_dir="$OUT/short-clip-credit" $SHORT reward.credit=clip $LAM09
 wctrain train run_dir="$OUT/short-sample" rl.steps=45 eval.every=0 rl.rollout=sample $LAM09
 for name in default if-only vq-only rwr clip-credit sample; do evaluate "short-$name" "$OUT/short-$name/final"; done
 
-# the default with three other seeds, to show how far one run lands from another
-for seed in 1 2 3; do
-  /usr/bin/time -f "if-only-seed-$seed wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/if-only-seed-$seed \
+# the default with four other seeds, to show how far one run lands from another (the +15-point target is
+# judged on their mean)
+for seed in 1 2 3 4; do
+  /usr/bin/time -f "default-seed-$seed wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/default-seed-$seed \
     eval.every=0 rl.seed=$seed"
 done
 # variations of lam 0.9, the 2-process default until session 11 (each over 3 min of evaluation on top of its
@@ -61,24 +62,23 @@ done
 # scripts whose labels are all followed stay drawn
 /usr/bin/time -f "floor-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/floor-seed-3 eval.every=0 \
   rl.seed=3 rl.focus_floor=0.5"
-# session 14: the default with seed 3; without its per-label exploration; and with the curriculum weighted by
-# failure alone as well (the default until session 13), each with seeds 0 and 3
-/usr/bin/time -f "default-seed-3 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/default-seed-3 \
-  eval.every=0 rl.seed=3"
+# session 14: the default without its per-label exploration; and with the curriculum weighted by failure alone
+# as well (the default until session 13), each with seeds 0 and 3
 for seed in 0 3; do
   /usr/bin/time -f "failure-seed-$seed wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/failure-seed-$seed \
     eval.every=0 rl.seed=$seed rl.focus_score=failure rl.explore_focus=0"
   /usr/bin/time -f "explore-focus-0-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
     run_dir=$OUT/explore-focus-0-seed-$seed eval.every=0 rl.seed=$seed rl.explore_focus=0"
 done
-for name in if-only-seed-1 if-only-seed-2 if-only-seed-3 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 default-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3; do
+for name in default-seed-1 default-seed-2 default-seed-3 default-seed-4 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3; do
   evaluate "$name" "$OUT/$name/final"
 done
 
 python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-headline" \
   "headline, 2 processes=$OUT/eval-headline-2proc" \
-  "seed 2, 2 processes=$OUT/eval-if-only-seed-2" "seed 3, 2 processes=$OUT/eval-if-only-seed-3" \
-  "seed 1, 2 processes=$OUT/eval-if-only-seed-1" "lam 0.9, 2 processes=$OUT/eval-lam-0.9" \
+  "seed 1, 2 processes=$OUT/eval-default-seed-1" "seed 2, 2 processes=$OUT/eval-default-seed-2" \
+  "seed 3, 2 processes=$OUT/eval-default-seed-3" "seed 4, 2 processes=$OUT/eval-default-seed-4" \
+  "lam 0.9, 2 processes=$OUT/eval-lam-0.9" \
   "lam 0.9, seed 1=$OUT/eval-seed-1" "lam 0.9, seed 2=$OUT/eval-seed-2" "lam 0.9, seed 3=$OUT/eval-seed-3" \
   "420 steps, 2 processes=$OUT/eval-steps-420" "12 candidates, 2 processes=$OUT/eval-group-12" \
   "twice the exploration offset, 2 processes=$OUT/eval-explore-2" \
@@ -88,7 +88,6 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "curriculum floor 0.5, seed 3, 2 processes=$OUT/eval-floor-seed-3" \
   "failure-weighted curriculum, 2 processes=$OUT/eval-failure-seed-0" \
   "failure-weighted curriculum, seed 3, 2 processes=$OUT/eval-failure-seed-3" \
-  "default, seed 3, 2 processes=$OUT/eval-default-seed-3" \
   "no per-label exploration, 2 processes=$OUT/eval-explore-focus-0-seed-0" \
   "no per-label exploration, seed 3, 2 processes=$OUT/eval-explore-focus-0-seed-3" \
   "lam 0.9 (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
