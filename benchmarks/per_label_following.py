@@ -1,12 +1,14 @@
 """Following per commanded action label, from the labels a `wcbench run` stored per case.
 
     python benchmarks/per_label_following.py BASELINE_DIR [OTHER_DIR ...] [--track combined]
+                                             [--positions 60 124 252]
 
 Prints, for every full label the track commands, the share of its frame transitions whose
 estimated label was right in each results folder (no video is re-estimated: the per-case
 records keep the commanded and detected label of every transition), and the label each
 run most often detected instead. This is how the README's per-label post-training table
-was made.
+was made. With ``--positions``, it prints instead each run's accuracy over spans of frame
+transitions (split at the given transition indices): where in a long video a gain is made.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from wcbench.actions import label_name
-from wcbench.report import confusion_matrix, load_records
+from wcbench.report import confusion_matrix, is_ok, load_records
 
 
 def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]]:
@@ -30,11 +32,37 @@ def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]
             for label in np.flatnonzero(totals)}
 
 
+def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[float, int]]:
+    """(accuracy, transitions) over each span of transition indices between ``edges``, over the
+    track's ok cases, read off the stored commanded and detected labels."""
+    spans = [0, *edges]
+    hits, totals = np.zeros(len(spans)), np.zeros(len(spans))
+    for record in load_records(results_dir):
+        if record.get("track") != track or not is_ok(record):
+            continue
+        commanded = np.asarray(record["labels"]["commanded"])
+        detected = np.asarray(record["labels"]["detected"])
+        span = np.searchsorted(spans, np.arange(len(commanded)), side="right") - 1
+        np.add.at(hits, span, commanded == detected)
+        np.add.at(totals, span, 1)
+    return [(h / t if t else float("nan"), int(t)) for h, t in zip(hits, totals)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="wcbench results folders (the first is the reference)")
     parser.add_argument("--track", default="combined", help="basic or combined (default: combined)")
+    parser.add_argument("--positions", nargs="+", type=int, metavar="INDEX",
+                        help="print accuracy over spans of transitions split at these indices instead")
     args = parser.parse_args()
+    if args.positions:
+        edges = sorted(args.positions)
+        names = [f"{a}-{b - 1}" for a, b in zip([0, *edges], edges)] + [f"{edges[-1]}+"]
+        print(f"{'run':<28} " + " ".join(f"{name:>14}" for name in names))
+        for path in args.results:
+            cells = " ".join(f"{acc:>7.2f} ({n:>4})" for acc, n in by_position(path, args.track, edges))
+            print(f"{path.name[:28]:<28} {cells}")
+        return
     tables = [per_label(path, args.track) for path in args.results]
     header = f"{'label':<28} {'n':>5} " + " ".join(f"{path.name[:14]:>14}" for path in args.results)
     print(header + "   most often detected instead (last run)")
