@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from wcbench.actions import label_name
-from wcbench.report import confusion_matrix, is_ok, load_records
+from wcbench.report import confusion_matrix, load_records
 
 
 def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]]:
@@ -33,19 +33,18 @@ def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]
 
 
 def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[float, int]]:
-    """(accuracy, transitions) over each span of transition indices between ``edges``, over the
-    track's ok cases, read off the stored commanded and detected labels."""
-    spans = [0, *edges]
-    hits, totals = np.zeros(len(spans)), np.zeros(len(spans))
-    for record in load_records(results_dir):
-        if record.get("track") != track or not is_ok(record):
-            continue
-        commanded = np.asarray(record["labels"]["commanded"])
-        detected = np.asarray(record["labels"]["detected"])
-        span = np.searchsorted(spans, np.arange(len(commanded)), side="right") - 1
-        np.add.at(hits, span, commanded == detected)
-        np.add.at(totals, span, 1)
-    return [(h / t if t else float("nan"), int(t)) for h, t in zip(hits, totals)]
+    """(accuracy, transitions) over each span of transition indices between ``edges``, read off
+    the report's full-label confusion matrix of the track's cases cut to that span."""
+    records = [r for r in load_records(results_dir) if r.get("track") == track]
+    bounds = [0, *edges, None]
+    spans = []
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        cut = [{**r, "labels": {k: r["labels"][k][start:stop] for k in ("commanded", "detected")}}
+               if r.get("labels") else r for r in records]
+        counts = confusion_matrix(cut, "full").to_numpy()
+        total = int(counts.sum())
+        spans.append((np.trace(counts) / total if total else float("nan"), total))
+    return spans
 
 
 def main() -> None:
