@@ -160,7 +160,9 @@ def main() -> None:
     parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
                         help="numeric estimator options (speed runs use the defaults)")
     args = parser.parse_args()
-    options = {key: float(value) for key, value in (item.split("=", 1) for item in args.option)}
+    # integer options (window and block sizes in pixels) must reach OpenCV as ints
+    options = {key: int(value) if value.lstrip("-").isdigit() else float(value)
+               for key, value in (item.split("=", 1) for item in args.option)}
     estimator = build_estimator(args.estimator, **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     if "synthetic" not in args.skip:
