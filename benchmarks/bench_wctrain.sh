@@ -73,7 +73,13 @@ done
 # session 15: the per-label exploration wider than the default's 0.5
 /usr/bin/time -f "explore-focus-0.8 wall %e s" bash -c "$(declare -f launch); launch run_dir=$OUT/explore-focus-0.8 \
   eval.every=0 rl.explore_focus=0.8"
-for name in default-seed-1 default-seed-2 default-seed-3 default-seed-4 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3 explore-focus-0.8; do
+# session 16: the same with seeds 1-4, paired with default-seed-1..4
+for seed in 1 2 3 4; do
+  /usr/bin/time -f "explore-focus-0.8-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
+    run_dir=$OUT/explore-focus-0.8-seed-$seed eval.every=0 rl.seed=$seed rl.explore_focus=0.8"
+done
+for name in default-seed-1 default-seed-2 default-seed-3 default-seed-4 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3 explore-focus-0.8 \
+    explore-focus-0.8-seed-1 explore-focus-0.8-seed-2 explore-focus-0.8-seed-3 explore-focus-0.8-seed-4; do
   evaluate "$name" "$OUT/$name/final"
 done
 
@@ -94,6 +100,10 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "no per-label exploration, 2 processes=$OUT/eval-explore-focus-0-seed-0" \
   "no per-label exploration, seed 3, 2 processes=$OUT/eval-explore-focus-0-seed-3" \
   "exploration focus 0.8, 2 processes=$OUT/eval-explore-focus-0.8" \
+  "exploration focus 0.8, seed 1=$OUT/eval-explore-focus-0.8-seed-1" \
+  "exploration focus 0.8, seed 2=$OUT/eval-explore-focus-0.8-seed-2" \
+  "exploration focus 0.8, seed 3=$OUT/eval-explore-focus-0.8-seed-3" \
+  "exploration focus 0.8, seed 4=$OUT/eval-explore-focus-0.8-seed-4" \
   "lam 0.9 (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
