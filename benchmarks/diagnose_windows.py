@@ -60,15 +60,15 @@ def main() -> None:
         x1, x2 = match.x1[subset], match.x2[subset]
 
         def cost(R: np.ndarray, t: np.ndarray) -> float:
-            residuals = geo.sampson_residuals(geo.essential_from_pose(R, t)[None], x1, x2)[0]
-            return float(np.log1p((residuals / scale) ** 2).sum())
+            return float(geo.robust_cost(geo.sampson_residuals(geo.essential_from_pose(R, t)[None], x1, x2)[0],
+                                         scale))
 
         _, _, truth_costs = geo.refine_planar_motion(x1, x2, R_true[None], np.array([geo.planar_azimuth(t_true)]),
                                                      scale)
         error = geo.sampson_residuals(geo.essential_from_pose(R_true, t_true)[None], match.x1, match.x2)[0] * focal
         hit = bool(hits[first:last].all())
         print(f"{index:>6} {label_name(actions[last - 1].label):<24} {'yes' if hit else 'NO':>4} "
-              f"{len(match.x1):>6} {'yes' if match.coherent_px > gate else 'no':>6} "
+              f"{len(match.x1):>6} {'yes' if estimator._window_motion(match, K_work, gate).is_moving else 'no':>6} "
               f"{np.median(np.abs(error)):>12.2f} {cost(R_found, t_found):>10.2f} {truth_costs[0]:>10.2f}")
 
 

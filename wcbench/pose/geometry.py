@@ -201,6 +201,12 @@ def _planar_poses(R_base: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, n
     return R_base @ rodrigues(params[..., :3]), planar_direction(params[..., 3:4])
 
 
+def robust_cost(residuals: np.ndarray, scale: float) -> np.ndarray:
+    """Cauchy-robust cost of residuals (summed over the last axis) at ``scale``: what
+    :func:`refine_planar_motion` minimises."""
+    return np.log1p((residuals / scale) ** 2).sum(axis=-1)
+
+
 def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, azimuth_starts: np.ndarray,
                          scale: float, iterations: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rotation + a translation direction in the camera's horizontal plane (4 DoF, see
@@ -226,10 +232,7 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
         R, t = _planar_poses(base, p)
         return sampson_residuals(essential_from_pose(R, t), x1, x2)
 
-    def cauchy_cost(r: np.ndarray) -> np.ndarray:
-        return np.log1p((r / scale) ** 2).sum(axis=-1)
-
-    cost = cauchy_cost(residuals(params, R_base))
+    cost = robust_cost(residuals(params, R_base), scale)
     for _ in range(iterations):
         trial = (params[:, None, :] + perturb[None]).reshape(-1, 4)
         r_all = residuals(trial, np.repeat(R_base, 5, axis=0)).reshape(len(params), 5, -1)
@@ -242,7 +245,7 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
         A = A + damping[:, None, None] * (np.eye(4) * np.maximum(np.einsum("sii->si", A), 1e-12)[:, None, :])
         delta = -np.linalg.solve(A, g[..., None])[..., 0]
         candidate = params + delta
-        new_cost = cauchy_cost(residuals(candidate, R_base))
+        new_cost = robust_cost(residuals(candidate, R_base), scale)
         better = new_cost < cost
         params = np.where(better[:, None], candidate, params)
         cost = np.where(better, new_cost, cost)
