@@ -22,10 +22,15 @@ from wcbench.actions import label_name
 from wcbench.report import confusion_matrix, load_records
 
 
+def track_records(results_dir: Path, track: str) -> list[dict]:
+    """The per-case records of one track in a results folder."""
+    return [r for r in load_records(results_dir) if r.get("track") == track]
+
+
 def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]]:
     """{commanded label: (accuracy, transitions, most frequent detected label)}, read off the
     report's full-label confusion matrix of the track's cases."""
-    records = [r for r in load_records(results_dir) if r.get("track") == track]
+    records = track_records(results_dir, track)
     counts = confusion_matrix(records, "full").to_numpy()
     totals = counts.sum(axis=1)
     return {int(label): (counts[label, label] / totals[label], int(totals[label]), int(np.argmax(counts[label])))
@@ -35,7 +40,7 @@ def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]
 def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[float, int]]:
     """(accuracy, transitions) over each span of transition indices between ``edges``, read off
     the report's full-label confusion matrix of the track's cases cut to that span."""
-    records = [r for r in load_records(results_dir) if r.get("track") == track]
+    records = track_records(results_dir, track)
     bounds = [0, *edges, None]
     spans = []
     for start, stop in zip(bounds[:-1], bounds[1:]):
