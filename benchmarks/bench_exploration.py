@@ -28,7 +28,7 @@ from wcbench.scoring.quality import build_quality_scorer
 from wcbench.suite import load_suite
 from wctrain.models.wcbench_adapter import load_tinywm
 from wctrain.rewards import FollowingReward
-from wctrain.rollout import Episode, rollout_clip_level
+from wctrain.rollout import Episode, Exploration, rollout_clip_level
 from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
 
 STRAFE_YAW = [Action(right=right, yaw=yaw) for right in (1, -1) for yaw in (1, -1)]
@@ -68,8 +68,8 @@ def main() -> None:
         spread, any_hit, means, best = [], [], [], []
         for step, (episode, clip) in enumerate(cases):
             rollout = rollout_clip_level(model, episode, clip, 8, model.default_sigmas(),
-                                         torch.Generator().manual_seed(step), eta=eta, explore=explore,
-                                         explore_mode=mode)
+                                         torch.Generator().manual_seed(step), eta=eta,
+                                         exploration=Exploration(explore, mode))
             latents = np.array(reward.per_latent(rollout.views))  # (8, L)
             values = latents.mean(axis=1)
             spread.append(values.std() > 0)

@@ -87,7 +87,7 @@ def main() -> None:
         with torch.no_grad():
             for step, (episode, clip) in enumerate(cases):
                 rollout = rollout_clip_level(model, episode, clip, 8, model.default_sigmas(),
-                                             torch.Generator().manual_seed(step), eta=1.0, explore=0.0)
+                                             torch.Generator().manual_seed(step), eta=1.0)
                 per_label.setdefault(step % 4, []).append(np.mean(reward.per_latent(rollout.views)))
         cells = ", ".join(f"{label_name(STRAFE_YAW[k].label)} {np.mean(v):.2f}" for k, v in sorted(per_label.items()))
         print(f"{name:5s} ({args.steps} steps, {time.perf_counter() - start:.0f} s): {cells}", flush=True)

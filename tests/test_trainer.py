@@ -212,6 +212,52 @@ def test_parts_exploration_reads_frames_of_a_combined_label_as_one_of_its_parts(
     assert any(choice != (0, 0, 0, 0) for choice in matched)  # some frames were read as a part
 
 
+def test_part_labels_limit_the_parts_reading_to_the_labels_named(tiny_init):
+    """With ``part_labels`` naming only other labels, a combined label's frames are read as the
+    label itself (at offset scale 0 the candidate is the model commanded); naming it restores
+    the part readings of the same draw."""
+    from wcbench.actions import NUM_LABELS, Action
+    from wctrain.models.tinywm import TinyWMContext
+
+    model = TinyWM.from_pretrained(tiny_init).eval()
+    with torch.no_grad():
+        model.conv_out.weight.normal_(std=0.05)
+    batch = 6
+    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
+    ctx = TinyWMContext(history=torch.zeros(batch, 1, model.latent_channels, 32, 32))
+    sigma = torch.full((batch,), 0.5)
+    combined = torch.tensor([0.0, 1.0, -1.0, 0.0]).expand(batch, 4, 4)  # right while turning left
+    plain = model.velocity(x, sigma, ctx, combined)
+    mask = torch.zeros(NUM_LABELS, dtype=torch.bool)
+    mask[Action(right=-1, yaw=1).label] = True  # another strafe-yaw label, not this one
+    with model.explore(0.0, batch, torch.Generator().manual_seed(3), mode="parts", part_labels=mask):
+        assert torch.allclose(model.velocity(x, sigma, ctx, combined), plain, atol=1e-6)
+    mask[Action(right=1, yaw=-1).label] = True
+    with model.explore(0.0, batch, torch.Generator().manual_seed(3), mode="parts", part_labels=mask):
+        assert not torch.allclose(model.velocity(x, sigma, ctx, combined), plain, atol=1e-4)
+    with pytest.raises(ValueError, match="parts exploration mode only"):
+        with model.explore(1.0, batch, torch.Generator(), mode="isotropic", part_labels=mask):
+            pass
+
+
+def test_rollout_exploration_gates_parts_by_the_running_accuracy():
+    """``rl.parts_below`` names the labels whose running IF is below it; the offset factors
+    come from ``rl.explore_focus``; a gate without the parts mode is refused at config time."""
+    from wcbench.actions import NUM_LABELS, Action
+    from wctrain.trainer import RLConfig, rollout_exploration
+
+    failed, basic = Action(right=1, yaw=-1).label, Action(yaw=-1).label
+    accuracy = np.full(NUM_LABELS, 0.9)
+    accuracy[[failed, basic]] = 0.1
+    exploration = rollout_exploration(RLConfig(explore_mode="parts", parts_below=0.3), accuracy)
+    assert exploration.mode == "parts" and exploration.scale == 1.0
+    assert exploration.part_labels.nonzero().flatten().tolist() == [failed]  # a basic label has no parts
+    assert torch.allclose(exploration.label_scale[[failed, 0]], torch.tensor([1.4, 0.6], dtype=torch.float64))
+    assert rollout_exploration(RLConfig(explore_mode="parts"), accuracy).part_labels is None
+    with pytest.raises(ValueError, match="set rl.explore_mode=parts"):
+        RLConfig(parts_below=0.3)
+
+
 def test_boost_exploration_adds_more_of_the_labels_own_parts_never_less(tiny_init):
     """``boost`` = the isotropic offset (same draw) + non-negative multiples of the label's own
     rotation and translation directions in the table."""
@@ -268,17 +314,19 @@ def test_exploring_names_a_model_whose_explore_takes_no_label_scale():
     which setting to change, not Python's TypeError from deep in the rollout."""
     from contextlib import nullcontext
 
-    from wctrain.rollout import _exploring
+    from wctrain.rollout import Exploration, _exploring
 
     class OlderModel:
         def explore(self, scale, batch, generator, mode="isotropic"):
             return nullcontext()
 
     generator = torch.Generator()
-    with _exploring(OlderModel(), 1.0, 2, generator, "isotropic"):  # no per-label scale: runs
+    with _exploring(OlderModel(), Exploration(1.0), 2, generator):  # no per-label arguments: runs
         pass
     with pytest.raises(ValueError, match=r"OlderModel\.explore\(\) takes no label_scale.*explore_focus=0"):
-        _exploring(OlderModel(), 1.0, 2, generator, "isotropic", label_scale=torch.ones(3))
+        _exploring(OlderModel(), Exploration(1.0, label_scale=torch.ones(3)), 2, generator)
+    with pytest.raises(ValueError, match=r"OlderModel\.explore\(\) takes no part_labels.*parts_below=1"):
+        _exploring(OlderModel(), Exploration(1.0, "parts", part_labels=torch.ones(3, dtype=torch.bool)), 2, generator)
 
 
 def test_exploration_scales_widen_failed_labels_and_narrow_followed_ones():

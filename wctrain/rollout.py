@@ -7,7 +7,7 @@ the same clip: G * (n + 1) clip generations.
 
 ``eta`` > 0 samples with the flow's ancestral sampler (more spread within a group; see
 :func:`wctrain.sampling.stochastic_step`); 0 is the deterministic Euler sampler that
-``wcbench run`` uses. ``explore`` > 0 perturbs each candidate's action conditioning
+``wcbench run`` uses. An :class:`Exploration` perturbs each candidate's action conditioning
 (the model's ``explore()``) while its target clip is sampled; prefixes are never perturbed.
 
 Frames reach the rewards exactly as ``wcbench run --model tinywm`` shows them: decoded,
@@ -28,6 +28,22 @@ from wcbench.scoring.case import ClipView
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
 from wctrain.models.wcbench_adapter import resize_frames, to_model_size
 from wctrain.schedule import count_clip_generations
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """How the target clip's candidates are perturbed (see ``TinyWM.explore``).
+
+    ``scale``: the offset's size (0: no exploration); ``mode``: the model's exploration mode;
+    ``label_scale`` (one factor per label): each frame's offset times its label's factor;
+    ``part_labels`` (one bool per label): under ``parts``, only these labels' frames may be
+    read as a part. The last two are passed on only when given.
+    """
+
+    scale: float = 0.0
+    mode: str = "isotropic"
+    label_scale: torch.Tensor | None = None
+    part_labels: torch.Tensor | None = None
 
 
 @dataclass
@@ -90,15 +106,14 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
 @torch.no_grad()
 def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                        generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
-                       explore: float = 0.0, explore_mode: str = "isotropic",
-                       explore_labels: torch.Tensor | None = None) -> GroupRollout:
+                       exploration: Exploration = Exploration()) -> GroupRollout:
     """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
     size = _size(episode.image)
     history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     context = history.expand(group_size, *history.shape[1:]).contiguous()
     actions = actions.expand(group_size, -1, -1).contiguous()
-    with _exploring(model, explore, group_size, generator, explore_mode, explore_labels):
+    with _exploring(model, exploration, group_size, generator):
         candidates = sample_clip(model, context, actions, sigmas, generator, eta=eta)
     views = [_view(frame0, last, frames, step_actions) for frames in _decode(model, candidates, size)]
     return GroupRollout(clip, context, candidates, actions, views,
@@ -108,15 +123,14 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
 @torch.no_grad()
 def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, sigmas: torch.Tensor,
                          generator: torch.Generator, latents_per_clip: int = 4, eta: float = 0.0,
-                         explore: float = 0.0, explore_mode: str = "isotropic",
-                         explore_labels: torch.Tensor | None = None) -> GroupRollout:
+                         exploration: Exploration = Exploration()) -> GroupRollout:
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
     size = _size(episode.image)
     contexts, candidates, views = [], [], []
     actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
     for _ in range(group_size):
         history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
-        with _exploring(model, explore, 1, generator, explore_mode, explore_labels):
+        with _exploring(model, exploration, 1, generator):
             latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         contexts.append(history)
         candidates.append(latents)
@@ -126,22 +140,23 @@ def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, si
                         count_clip_generations(clip, group_size, rollout="sample"))
 
 
-def _exploring(model, scale: float, batch: int, generator: torch.Generator, mode: str,
-               label_scale: torch.Tensor | None = None):
-    """``model.explore(...)`` for the target clip's candidates, or nothing when ``scale`` is 0;
-    ``label_scale`` (one factor per label) is passed on only when given."""
-    if scale <= 0:
+def _exploring(model, exploration: Exploration, batch: int, generator: torch.Generator):
+    """``model.explore(...)`` for the target clip's candidates, or nothing when the scale is 0;
+    the per-label arguments are passed on only when given."""
+    if exploration.scale <= 0:
         return nullcontext()
     if not hasattr(model, "explore"):
-        raise ValueError(f"rl.explore = {scale} needs a model with an explore() method; "
+        raise ValueError(f"rl.explore = {exploration.scale} needs a model with an explore() method; "
                          f"{type(model).__name__} has none (set rl.explore=0)")
-    if label_scale is None:
-        return model.explore(scale, batch, generator, mode=mode)
-    if "label_scale" not in inspect.signature(model.explore).parameters:
-        raise ValueError(f"rl.explore_focus > 0 scales exploration per label, but "
-                         f"{type(model).__name__}.explore() takes no label_scale argument "
-                         f"(add one, or set rl.explore_focus=0)")
-    return model.explore(scale, batch, generator, mode=mode, label_scale=label_scale)
+    extras = {name: value for name, value in (("label_scale", exploration.label_scale),
+                                              ("part_labels", exploration.part_labels)) if value is not None}
+    accepted = inspect.signature(model.explore).parameters
+    for name in extras:
+        if name not in accepted:
+            setting = {"label_scale": "rl.explore_focus=0", "part_labels": "rl.parts_below=1"}[name]
+            raise ValueError(f"{type(model).__name__}.explore() takes no {name} argument "
+                             f"(add one, or set {setting})")
+    return model.explore(exploration.scale, batch, generator, mode=exploration.mode, **extras)
 
 
 def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from wcbench.actions import clip_step_actions
+from wcbench.actions import NUM_LABELS, NUM_ROTATION, Action, clip_step_actions
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
@@ -38,7 +38,7 @@ from wctrain.models.tinywm import EXPLORATION_MODES
 from wctrain.nft import kl_to_reference, nft_loss, rwr_loss, subsample_timesteps
 from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rewards import FollowingReward, QualityReward
-from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
+from wctrain.rollout import Episode, Exploration, GroupRollout, rollout_clip_level, rollout_sample_level
 from wctrain.sampling import add_noise
 from wctrain.schedule import target_clip
 
@@ -56,6 +56,7 @@ class RLConfig:
     explore_focus: float = 0.5     # per label x (1 + focus (1 - 2 IF)) by the curriculum's running IF (0: off)
     explore_mode: str = "isotropic"  # isotropic (x the table's std) | components (of the label's own motion)
     #                                  | parts (frames read as a part) | boost (isotropic + more of each part)
+    parts_below: float = 1.0       # parts: only labels whose running IF is below this are read as parts (1: all)
     trainable: list[str] | None = field(default_factory=lambda: ["action_embedding", "action_proj"])  # None: all
     loss: str = "nft"              # nft | rwr (plain reward-weighted regression; the ablation)
     beta: float = 1.0              # NFT's beta
@@ -92,6 +93,11 @@ class RLConfig:
             raise ValueError(f"rl.explore_focus must be in [0, 1), got {self.explore_focus}")
         if self.explore_mode not in EXPLORATION_MODES:
             raise ValueError(f"rl.explore_mode must be one of {EXPLORATION_MODES}, got {self.explore_mode!r}")
+        if not 0.0 < self.parts_below <= 1.0:
+            raise ValueError(f"rl.parts_below must be in (0, 1], got {self.parts_below}")
+        if self.parts_below < 1.0 and self.explore_mode != "parts":
+            raise ValueError(f"rl.parts_below={self.parts_below} gates the parts exploration; "
+                             f"set rl.explore_mode=parts too (got {self.explore_mode!r})")
         self.segment_steps = tuple(self.segment_steps)
         if len(self.segment_steps) != 2 or not 1 <= self.segment_steps[0] <= self.segment_steps[1]:
             raise ValueError(f"rl.segment_steps must be [min, max] with 1 <= min <= max, got {list(self.segment_steps)}")
@@ -190,6 +196,20 @@ def sample_episode(cfg: TrainerConfig, suite, step: int, group: int, held_out: s
 
 
 # ---------------------------------------------------------------- rewards and loss
+
+def rollout_exploration(rl: RLConfig, label_accuracy: np.ndarray) -> Exploration:
+    """This step's exploration, from the curriculum's running IF per label: each label's offset
+    factor (``rl.explore_focus``) and, under ``parts`` gated by ``rl.parts_below``, which combined
+    labels may be read as a part (basic labels have no parts)."""
+    label_scale = part_labels = None
+    if rl.explore_focus:
+        label_scale = torch.from_numpy(exploration_scales(label_accuracy, rl.explore_focus))
+    if rl.explore_mode == "parts" and rl.parts_below < 1.0:
+        still, labels = Action(), np.arange(NUM_LABELS)
+        combined = (labels // NUM_ROTATION != still.translation_label) & (labels % NUM_ROTATION != still.rotation_label)
+        part_labels = torch.from_numpy(combined & (label_accuracy < rl.parts_below))
+    return Exploration(rl.explore, rl.explore_mode, label_scale, part_labels)
+
 
 def score_group(rewards: list, views: list, prompts: list[str], per_latent: bool) -> dict[str, list]:
     """Each reward's values for a group's candidates: one float per candidate, or with
@@ -376,16 +396,13 @@ def train(cfg: Any) -> Path:
             groups = [rank * cfg.rl.groups_per_rank + g for g in range(cfg.rl.groups_per_rank)]
             rollouts, scores, episodes = [], [], []
             clip = target_clip(step, cfg.rl.episode_clips, cfg.rl.clip_schedule, ramp_steps=cfg.rl.ramp_steps)
-            explore_labels = None
-            if cfg.rl.explore_focus:
-                explore_labels = torch.from_numpy(exploration_scales(label_accuracy, cfg.rl.explore_focus))
+            exploration = rollout_exploration(cfg.rl, label_accuracy)
             for group in groups:
                 generator = torch.Generator().manual_seed(_seed(cfg.rl.seed, step, group, 1))
                 episode = sample_episode(cfg, suite, step, group, held_out, label_accuracy, clip)
                 episodes.append(episode)
                 rollout = rollout_fn(old.module, episode, clip, cfg.rl.group_size, sigmas, generator,
-                                     eta=cfg.rl.sampler_eta, explore=cfg.rl.explore,
-                                     explore_mode=cfg.rl.explore_mode, explore_labels=explore_labels)
+                                     eta=cfg.rl.sampler_eta, exploration=exploration)
                 rollouts.append(rollout)
                 # 3. rewards: the benchmark's scorers
                 prompts = [episode.prompt] * cfg.rl.group_size
@@ -460,6 +477,8 @@ def train(cfg: Any) -> Path:
                    "weakest_labels": [int(i) for i in np.argsort(label_accuracy, kind="stable")[:4]],
                    "clip_generations": sum(r.clip_generations for r in rollouts) * world,
                    "seconds": time.perf_counter() - started}
+            if exploration.part_labels is not None:  # which labels this step's parts reading reached
+                row["part_labels"] = exploration.part_labels.nonzero().flatten().tolist()
             # 8. evaluate and checkpoint
             if accelerator.is_main_process:
                 if cfg.eval.every and (step + 1) % cfg.eval.every == 0:

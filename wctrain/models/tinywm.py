@@ -295,7 +295,8 @@ class TinyWM(ModelMixin, ConfigMixin):
 
     @contextmanager
     def explore(self, scale: float, batch: int, generator: torch.Generator,
-                mode: str = "isotropic", label_scale: torch.Tensor | None = None) -> Iterator[None]:
+                mode: str = "isotropic", label_scale: torch.Tensor | None = None,
+                part_labels: torch.Tensor | None = None) -> Iterator[None]:
         """Exploration for RL rollouts: inside the block, sample ``b`` of the batch reads its
         actions through a perturbed action embedding, fixed for the block.
 
@@ -320,7 +321,10 @@ class TinyWM(ModelMixin, ConfigMixin):
         to test whether the readings with less motion than commanded were what hurt
         ``components`` and ``parts`` in training (they were not: README, "Post-training").
         ``label_scale`` (NUM_LABELS,), optional: each frame's offset times its label's entry, so
-        labels the policy follows can be explored less than labels it fails.
+        labels the policy follows can be explored less than labels it fails. ``part_labels``
+        (NUM_LABELS,) bool, optional, ``parts`` only: just these labels' frames may be read as a
+        part (the others get the offset alone), so labels the policy already follows are not
+        given candidates that miss them.
         """
         if mode in ("isotropic", "parts", "boost"):
             std = float(self.action_embedding.weight.detach().std())
@@ -333,8 +337,13 @@ class TinyWM(ModelMixin, ConfigMixin):
             values = scale * torch.randn(batch, 2, generator=generator)
         else:
             raise ValueError(f"exploration mode must be one of {EXPLORATION_MODES}, got {mode!r}")
-        if label_scale is not None and tuple(label_scale.shape) != (NUM_LABELS,):
-            raise ValueError(f"label_scale must have one entry per label ({NUM_LABELS}), got {tuple(label_scale.shape)}")
+        for name, given in (("label_scale", label_scale), ("part_labels", part_labels)):
+            if given is not None and tuple(given.shape) != (NUM_LABELS,):
+                raise ValueError(f"{name} must have one entry per label ({NUM_LABELS}), got {tuple(given.shape)}")
+        if part_labels is not None and mode != "parts":
+            raise ValueError(f"part_labels applies to the parts exploration mode only, got mode {mode!r}")
+        if part_labels is not None:
+            values = (*values, part_labels.bool())
         self._exploration = (mode, values, label_scale)
         try:
             yield
@@ -361,8 +370,10 @@ class TinyWM(ModelMixin, ConfigMixin):
         translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
         rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
         if mode == "parts":
-            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values)
+            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values[:2])
             combined = (translation != still.label) & (rotation != still.label)
+            if len(values) == 3:  # part_labels: only these labels may be read as a part
+                combined = combined & values[2].to(labels.device)[labels]
             read = torch.where(combined & (parts == 1), translation, labels)
             read = torch.where(combined & (parts == 2), rotation, read)
             return offsets[:, None] + table[read] - table[labels]
