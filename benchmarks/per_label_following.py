@@ -1,7 +1,7 @@
 """Following per commanded action label, from the labels a `wcbench run` stored per case.
 
     python benchmarks/per_label_following.py BASELINE_DIR [OTHER_DIR ...] [--track combined]
-                                             [--positions 60 124 252]
+                                             [--positions 60 124 252 | --groups]
 
 Prints, for every full label the track commands, the share of its frame transitions whose
 estimated label was right in each results folder (no video is re-estimated: the per-case
@@ -9,6 +9,8 @@ records keep the commanded and detected label of every transition), and the labe
 run most often detected instead. This is how the README's per-label post-training table
 was made. With ``--positions``, it prints instead each run's accuracy over spans of frame
 transitions (split at the given transition indices): where in a long video a gain is made.
+With ``--groups``, each run's accuracy over two groups of labels: strafing while yawing (the
+four labels tinywm does not follow) and every other label of the track.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.actions import label_name
+from wcbench.actions import Action, label_name
 from wcbench.report import confusion_matrix, load_records
 
 
@@ -52,13 +54,38 @@ def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[f
     return spans
 
 
+def strafe_yaw(label: int) -> bool:
+    """Strafing left or right while yawing, nothing else: the four labels tinywm drops the turn of."""
+    action = Action.from_label(label)
+    return action.forward == 0 and action.right != 0 and action.yaw != 0 and action.pitch == 0
+
+
+def by_group(table: dict[int, tuple[float, int, int]]) -> list[tuple[float, int]]:
+    """(accuracy, transitions) over the strafe-while-yawing labels and over the rest of a
+    :func:`per_label` table, each label weighted by its transitions."""
+    groups = []
+    for wanted in (True, False):
+        rows = [(acc, n) for label, (acc, n, _) in table.items() if strafe_yaw(label) == wanted]
+        total = sum(n for _, n in rows)
+        groups.append((sum(acc * n for acc, n in rows) / total if total else float("nan"), total))
+    return groups
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="wcbench results folders (the first is the reference)")
     parser.add_argument("--track", default="combined", help="basic or combined (default: combined)")
     parser.add_argument("--positions", nargs="+", type=int, metavar="INDEX",
                         help="print accuracy over spans of transitions split at these indices instead")
+    parser.add_argument("--groups", action="store_true",
+                        help="print accuracy over strafing-while-yawing labels and over the rest instead")
     args = parser.parse_args()
+    if args.groups:
+        print(f"{'run':<28} {'strafe-yaw':>14} {'other labels':>14}")
+        for path in args.results:
+            cells = " ".join(f"{acc:>7.2f} ({n:>4})" for acc, n in by_group(per_label(path, args.track)))
+            print(f"{path.name[:28]:<28} {cells}")
+        return
     if args.positions:
         edges = sorted(args.positions)
         names = [f"{a}-{b - 1}" for a, b in zip([0, *edges], edges)] + [f"{edges[-1]}+"]

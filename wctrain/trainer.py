@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from wcbench.actions import NUM_LABELS, NUM_ROTATION, Action, clip_step_actions
+from wcbench.actions import NUM_LABELS, Action, clip_step_actions
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.storage import atomic_path, write_json
@@ -205,8 +205,8 @@ def rollout_exploration(rl: RLConfig, label_accuracy: np.ndarray) -> Exploration
     if rl.explore_focus:
         label_scale = torch.from_numpy(exploration_scales(label_accuracy, rl.explore_focus))
     if rl.explore_mode == "parts" and rl.parts_below < 1.0:
-        still, labels = Action(), np.arange(NUM_LABELS)
-        combined = (labels // NUM_ROTATION != still.translation_label) & (labels % NUM_ROTATION != still.rotation_label)
+        actions = [Action.from_label(label) for label in range(NUM_LABELS)]
+        combined = np.array([a.is_translation and a.is_rotation for a in actions])
         part_labels = torch.from_numpy(combined & (label_accuracy < rl.parts_below))
     return Exploration(rl.explore, rl.explore_mode, label_scale, part_labels)
 
