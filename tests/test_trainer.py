@@ -183,6 +183,19 @@ def test_exploration_varies_candidates_only_inside_the_block(tiny_init):
             pass
 
 
+def _velocity_probe(tiny_init, batch: int):
+    """The tiny model with a non-zero output layer (so actions change the velocity), and one
+    noisy latent, its noise level and an empty context repeated ``batch`` times."""
+    from wctrain.models.tinywm import TinyWMContext
+
+    model = TinyWM.from_pretrained(tiny_init).eval()
+    with torch.no_grad():
+        model.conv_out.weight.normal_(std=0.05)
+    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
+    ctx = TinyWMContext(history=torch.zeros(batch, 1, model.latent_channels, 32, 32))
+    return model, x, torch.full((batch,), 0.5), ctx
+
+
 def test_parts_exploration_reads_frames_of_a_combined_label_as_one_of_its_parts(tiny_init):
     """At offset scale 0, a candidate under ``parts`` is exactly the model commanded, frame by
     frame, either the label or its translation or rotation alone; basic labels are left alone."""
@@ -190,13 +203,8 @@ def test_parts_exploration_reads_frames_of_a_combined_label_as_one_of_its_parts(
 
     from wctrain.models.tinywm import TinyWMContext
 
-    model = TinyWM.from_pretrained(tiny_init).eval()
-    with torch.no_grad():
-        model.conv_out.weight.normal_(std=0.05)
     batch = 6
-    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
-    ctx = TinyWMContext(history=torch.zeros(batch, 1, model.latent_channels, 32, 32))
-    sigma = torch.full((batch,), 0.5)
+    model, x, sigma, ctx = _velocity_probe(tiny_init, batch)
     combined = torch.tensor([0.0, 1.0, -1.0, 0.0]).expand(batch, 4, 4)  # right while turning left
     basic = torch.tensor([1.0, 0.0, 0.0, 0.0]).expand(batch, 4, 4)  # forward
     with model.explore(0.0, batch, torch.Generator().manual_seed(3), mode="parts"):
@@ -217,15 +225,9 @@ def test_part_labels_limit_the_parts_reading_to_the_labels_named(tiny_init):
     label itself (at offset scale 0 the candidate is the model commanded); naming it restores
     the part readings of the same draw."""
     from wcbench.actions import NUM_LABELS, Action
-    from wctrain.models.tinywm import TinyWMContext
 
-    model = TinyWM.from_pretrained(tiny_init).eval()
-    with torch.no_grad():
-        model.conv_out.weight.normal_(std=0.05)
     batch = 6
-    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
-    ctx = TinyWMContext(history=torch.zeros(batch, 1, model.latent_channels, 32, 32))
-    sigma = torch.full((batch,), 0.5)
+    model, x, sigma, ctx = _velocity_probe(tiny_init, batch)
     combined = torch.tensor([0.0, 1.0, -1.0, 0.0]).expand(batch, 4, 4)  # right while turning left
     plain = model.velocity(x, sigma, ctx, combined)
     mask = torch.zeros(NUM_LABELS, dtype=torch.bool)
@@ -284,14 +286,8 @@ def test_label_scale_explores_each_label_by_its_own_factor(tiny_init):
     """``label_scale`` multiplies each frame's offset by its label's factor: a label at 0 is
     not explored at all, one at 2 twice as far as without it (same draw)."""
     from wcbench.actions import NUM_LABELS, Action
-    from wctrain.models.tinywm import TinyWMContext
 
-    model = TinyWM.from_pretrained(tiny_init).eval()
-    with torch.no_grad():
-        model.conv_out.weight.normal_(std=0.05)
-    x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(3, -1, -1, -1, -1)
-    ctx = TinyWMContext(history=torch.zeros(3, 1, model.latent_channels, 32, 32))
-    sigma = torch.full((3,), 0.5)
+    model, x, sigma, ctx = _velocity_probe(tiny_init, 3)
     followed, failed = Action(forward=1), Action(right=1, yaw=1)
     scale = torch.ones(NUM_LABELS)
     scale[followed.label], scale[failed.label] = 0.0, 2.0
