@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -181,8 +181,8 @@ class TinyWM(ModelMixin, ConfigMixin):
         # start as "the next frames repeat the last one" so early training is stable
         nn.init.zeros_(self.conv_out.weight)
         nn.init.zeros_(self.conv_out.bias)
-        # set only inside explore(): (mode, per-candidate offsets or coefficients, per-label factors)
-        self._exploration: tuple[str, torch.Tensor, torch.Tensor | None] | None = None
+        # (mode, its random values, label_scale, part_labels) inside explore(), else None
+        self._exploration: tuple[str, Any, torch.Tensor | None, torch.Tensor | None] | None = None
 
     # ------------------------------------------------------------ latent space
 
@@ -342,9 +342,7 @@ class TinyWM(ModelMixin, ConfigMixin):
                 raise ValueError(f"{name} must have one entry per label ({NUM_LABELS}), got {tuple(given.shape)}")
         if part_labels is not None and mode != "parts":
             raise ValueError(f"part_labels applies to the parts exploration mode only, got mode {mode!r}")
-        if part_labels is not None:
-            values = (*values, part_labels.bool())
-        self._exploration = (mode, values, label_scale)
+        self._exploration = (mode, values, label_scale, None if part_labels is None else part_labels.bool())
         try:
             yield
         finally:
@@ -353,15 +351,17 @@ class TinyWM(ModelMixin, ConfigMixin):
     def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
         """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore(), each
         frame's times its label's ``label_scale`` factor when one was given."""
-        mode, values, label_scale = self._exploration
+        mode, values, label_scale, part_labels = self._exploration
         count = (values[0] if isinstance(values, tuple) else values).shape[0]
         if count != batch:
             raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
-        offsets = self._mode_offsets(mode, values, labels, num_latents)
+        offsets = self._mode_offsets(mode, values, labels, num_latents, part_labels)
         return offsets if label_scale is None else offsets * label_scale.to(offsets)[labels][..., None]
 
-    def _mode_offsets(self, mode: str, values, labels: torch.Tensor, num_latents: int) -> torch.Tensor:
-        """The offsets of one exploration mode (see :meth:`explore`) for frames of ``labels``."""
+    def _mode_offsets(self, mode: str, values, labels: torch.Tensor, num_latents: int,
+                      part_labels: torch.Tensor | None = None) -> torch.Tensor:
+        """The offsets of one exploration mode (see :meth:`explore`) for frames of ``labels``;
+        under ``parts``, only frames of ``part_labels`` (when given) may be read as a part."""
         if mode == "isotropic":
             return values.repeat_interleave(num_latents, 0)[:, None]
         table = self.action_embedding.weight.detach()
@@ -370,10 +370,10 @@ class TinyWM(ModelMixin, ConfigMixin):
         translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
         rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
         if mode == "parts":
-            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values[:2])
+            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values)
             combined = (translation != still.label) & (rotation != still.label)
-            if len(values) == 3:  # part_labels: only these labels may be read as a part
-                combined = combined & values[2].to(labels.device)[labels]
+            if part_labels is not None:  # only these labels may be read as a part
+                combined = combined & part_labels.to(labels.device)[labels]
             read = torch.where(combined & (parts == 1), translation, labels)
             read = torch.where(combined & (parts == 2), rotation, read)
             return offsets[:, None] + table[read] - table[labels]
