@@ -80,19 +80,19 @@ for seed in 1 2 3 4; do
 done
 # session 17: a sixth seed of the default, whose evaluation EMA slower (0.99) or faster (0: the raw weights) than
 # the default 0.9 exports other weights of the same training (the evaluation EMA does not feed back); and the parts
-# exploration gated to the labels the rollouts fail, seeds 0 and 3
+# exploration gated to the labels the rollouts fail, seeds 0, 3 and 5
 for decay in 0.9 0.97 0.99 0; do
   /usr/bin/time -f "eval-decay-$decay-seed-5 wall %e s" bash -c "$(declare -f launch); launch \
     run_dir=$OUT/eval-decay-$decay-seed-5 eval.every=0 rl.seed=5 policy.eval_decay=$decay"
 done
-for seed in 0 3; do
+for seed in 0 3 5; do
   /usr/bin/time -f "parts-below-0.3-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
     run_dir=$OUT/parts-below-0.3-seed-$seed eval.every=0 rl.seed=$seed rl.explore_mode=parts rl.parts_below=0.3"
 done
 for name in default-seed-1 default-seed-2 default-seed-3 default-seed-4 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3 explore-focus-0.8 \
     explore-focus-0.8-seed-1 explore-focus-0.8-seed-2 explore-focus-0.8-seed-3 explore-focus-0.8-seed-4 \
     eval-decay-0.9-seed-5 eval-decay-0.97-seed-5 eval-decay-0.99-seed-5 eval-decay-0-seed-5 \
-    parts-below-0.3-seed-0 parts-below-0.3-seed-3; do
+    parts-below-0.3-seed-0 parts-below-0.3-seed-3 parts-below-0.3-seed-5; do
   evaluate "$name" "$OUT/$name/final"
 done
 
@@ -123,6 +123,7 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "seed 5, raw weights=$OUT/eval-eval-decay-0-seed-5" \
   "parts below 0.3, 2 processes=$OUT/eval-parts-below-0.3-seed-0" \
   "parts below 0.3, seed 3=$OUT/eval-parts-below-0.3-seed-3" \
+  "parts below 0.3, seed 5=$OUT/eval-parts-below-0.3-seed-5" \
   "lam 0.9 (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
