@@ -20,19 +20,17 @@ import argparse
 import numpy as np
 import torch
 
-from wcbench.actions import Action, script_from_steps
+from wcbench.actions import script_from_steps
 from wcbench.pose import build_estimator
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
+from per_label_following import STRAFE_YAW
 from wcbench.suite import load_suite
 from wctrain.models.wcbench_adapter import load_tinywm
 from wctrain.rewards import FollowingReward
 from wctrain.rollout import Episode, Exploration, rollout_clip_level
 from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
-
-STRAFE_YAW = [Action(right=right, yaw=yaw) for right in (1, -1) for yaw in (1, -1)]
-
 
 def episodes(kind: str, count: int, suite) -> list[tuple[Episode, int]]:
     """(episode, target clip) pairs of one kind, the same for every setting."""

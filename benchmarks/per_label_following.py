@@ -54,10 +54,13 @@ def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[f
     return spans
 
 
+# strafing left or right while yawing, nothing else: the four labels tinywm drops the turn of
+STRAFE_YAW = [Action(right=right, yaw=yaw) for right in (1, -1) for yaw in (1, -1)]
+
+
 def strafe_yaw(label: int) -> bool:
-    """Strafing left or right while yawing, nothing else: the four labels tinywm drops the turn of."""
-    action = Action.from_label(label)
-    return action.forward == 0 and action.right != 0 and action.yaw != 0 and action.pitch == 0
+    """Whether ``label`` is one of :data:`STRAFE_YAW`."""
+    return label in {action.label for action in STRAFE_YAW}
 
 
 def by_group(table: dict[int, tuple[float, int, int]]) -> list[tuple[float, int]]:
