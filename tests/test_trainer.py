@@ -149,7 +149,9 @@ def test_if_reward_rises_on_a_fixed_training_case(tmp_path):
                                       "rl.trainable=null",
                                       "rl.episode_pool=1", "rl.episode_clips=1", "rl.combined_fraction=1.0",
                                       "rl.seed=6", "reward.lam=1.0", "eval.every=0", "checkpoint_every=100"]))
-    rewards = [json.loads(line)["reward_if"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    rewards = [row["reward_if"] for row in rows]
+    assert all(row["reward_vq"] is None for row in rows)  # IF only: VQ carries no weight, is not scored
     assert rewards[0] < 0.5, rewards  # the case is one the model fails at first
     assert sum(rewards[-2:]) / 2 > rewards[0] + 0.3, rewards
 
@@ -449,3 +451,15 @@ def test_train_yaml_lists_every_setting_with_the_dataclass_default():
 
     yaml = flat(OmegaConf.to_container(load_config("train", []), resolve=True))
     assert yaml == flat(TrainerConfig())
+
+
+def test_vq_is_scored_only_where_it_carries_weight():
+    """IF is always scored (the curriculum reads it); VQ only when lam < 1, since at weight 0
+    its advantage term is exactly 0 (the weights trained are the same bit for bit)."""
+    from wcbench.scoring.case import Scorers
+    from wctrain.trainer import RewardConfig, scored_rewards
+
+    scorers = Scorers(None, None)
+    for lam, names in ((1.0, {"if": 1.0}), (0.9, {"if": 0.9, "vq": 0.1}), (0.0, {"if": 0.0, "vq": 1.0})):
+        rewards, weights = scored_rewards(RewardConfig(lam=lam), scorers, 60.0)
+        assert [reward.name for reward in rewards] == list(names) and weights == pytest.approx(names)
