@@ -89,6 +89,26 @@ for seed in 0 3 5; do
   /usr/bin/time -f "parts-below-0.3-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
     run_dir=$OUT/parts-below-0.3-seed-$seed eval.every=0 rl.seed=$seed rl.explore_mode=parts rl.parts_below=0.3"
 done
+# session 18: the default trained longer. rl.steps only bounds the loop, so a run continued from its last
+# checkpoint with a larger rl.steps is the longer run: seed 5's run above continued to 350, 400 and 450 steps
+# (each continuation a copy of the previous one), and seeds 0 and 1 trained to 300, exported, then continued to 450
+prev=$OUT/eval-decay-0.9-seed-5
+for steps in 350 400 450; do
+  rm -rf "$OUT/steps-$steps-seed-5" && cp -r "$prev" "$OUT/steps-$steps-seed-5" && rm -rf "$OUT/steps-$steps-seed-5/final"
+  /usr/bin/time -f "steps-$steps-seed-5 wall %e s" bash -c "$(declare -f launch); launch \
+    run_dir=$OUT/steps-$steps-seed-5 eval.every=0 rl.seed=5 rl.steps=$steps policy.eval_decay=0.9"
+  prev=$OUT/steps-$steps-seed-5
+done
+for seed in 0 1; do
+  for steps in 300 450; do
+    /usr/bin/time -f "steps-$steps-seed-$seed wall %e s" bash -c "$(declare -f launch); launch \
+      run_dir=$OUT/steps-450-seed-$seed eval.every=0 rl.seed=$seed rl.steps=$steps"
+    rm -rf "$OUT/steps-$steps-seed-$seed-final" && cp -r "$OUT/steps-450-seed-$seed/final" "$OUT/steps-$steps-seed-$seed-final"
+  done
+  evaluate "steps-300-seed-$seed" "$OUT/steps-300-seed-$seed-final"
+  evaluate "steps-450-seed-$seed" "$OUT/steps-450-seed-$seed-final"
+done
+for steps in 350 400 450; do evaluate "steps-$steps-seed-5" "$OUT/steps-$steps-seed-5/final"; done
 for name in default-seed-1 default-seed-2 default-seed-3 default-seed-4 lam-0.9 seed-1 seed-2 seed-3 steps-420 group-12 explore-2 film parts boost anchor-seed-3 floor-seed-3 failure-seed-0 failure-seed-3 explore-focus-0-seed-0 explore-focus-0-seed-3 explore-focus-0.8 \
     explore-focus-0.8-seed-1 explore-focus-0.8-seed-2 explore-focus-0.8-seed-3 explore-focus-0.8-seed-4 \
     eval-decay-0.9-seed-5 eval-decay-0.97-seed-5 eval-decay-0.99-seed-5 eval-decay-0-seed-5 \
@@ -124,6 +144,10 @@ python benchmarks/wctrain_table.py "$OUT/eval-baseline" "headline=$OUT/eval-head
   "parts below 0.3, 2 processes=$OUT/eval-parts-below-0.3-seed-0" \
   "parts below 0.3, seed 3=$OUT/eval-parts-below-0.3-seed-3" \
   "parts below 0.3, seed 5=$OUT/eval-parts-below-0.3-seed-5" \
+  "seed 5, 350 steps=$OUT/eval-steps-350-seed-5" "seed 5, 400 steps=$OUT/eval-steps-400-seed-5" \
+  "seed 5, 450 steps=$OUT/eval-steps-450-seed-5" \
+  "seed 0, 300 steps (session 18)=$OUT/eval-steps-300-seed-0" "seed 0, 450 steps=$OUT/eval-steps-450-seed-0" \
+  "seed 1, 300 steps (session 18)=$OUT/eval-steps-300-seed-1" "seed 1, 450 steps=$OUT/eval-steps-450-seed-1" \
   "lam 0.9 (short)=$OUT/eval-short-default" "IF only (short)=$OUT/eval-short-if-only" \
   "VQ only (short)=$OUT/eval-short-vq-only" "RWR (short)=$OUT/eval-short-rwr" \
   "clip-level credit (short)=$OUT/eval-short-clip-credit" \
