@@ -447,7 +447,7 @@ def train(cfg: Any) -> Path:
             old.update(model)
             eval_ema.update(model)
             # 7. log (rank 0 writes), warn if the policy never moves away from the old one
-            gathered = accelerator.gather(torch.tensor([[np.mean(s["if"][i]), s.get("vq", [np.nan] * len(a.r))[i],
+            gathered = accelerator.gather(torch.tensor([[np.mean(s["if"][i]), s["vq"][i] if "vq" in weights else np.nan,
                                                          float(a.r[i].mean())]
                                                         for s, a in zip(scores, advantages)
                                                         for i in range(cfg.rl.group_size)],
