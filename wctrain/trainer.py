@@ -47,7 +47,7 @@ from wctrain.schedule import target_clip
 
 @dataclass
 class RLConfig:
-    steps: int = 300
+    steps: int = 450
     groups_per_rank: int = 1
     group_size: int = 8            # G candidates per group
     rollout: str = "clip"          # clip (shared prefix) | sample (G whole videos; the ablation)
@@ -129,7 +129,7 @@ class PolicyConfig:
 
 @dataclass
 class EvalConfig:
-    every: int = 300               # 0: never
+    every: int = 450               # 0: never
     suite: str = "wc-mini-heldout"  # held out: training episodes never use its scene seeds
     limit: int = 0                 # only the first N cases (0: all)
 
