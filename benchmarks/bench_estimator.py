@@ -2,12 +2,14 @@
 
 Prints, on held-out synthetic scenes (seeds disjoint from the calibration seeds 9000-9005):
 full-label / translation / rotation accuracy per transition for basic and combined scripts
-at 128 and 160 px, under JPEG q30, Gaussian blur sigma 1 and noise sigma 5; the real clips
+at 128 and 160 px, under JPEG q30, Gaussian blur sigma 1 and noise sigma 5 at 160 px (other
+sizes: ``--sizes`` and ``--degraded-sizes``); the real clips
 of ../shared/realvid (direction checks per latent window); a static video and a yaw-mirrored
 video scored against their scripts; and frames per second on a 381-frame 480x832 video next
 to the time OpenCV takes only to decode it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--first-seed 7000] [--steps 12] [--workers 2]
+        [--sizes 128 160] [--degraded-sizes 160 224 256]
         [--option contrast_sigma=0 ...]   # estimator options, e.g. to measure one step switched off
 """
 
@@ -65,14 +67,17 @@ def render_case(seed: int, track: str, num_steps: int, size: int,
     return render_frames(build_scene(seed, poses[:, :3, 3]), poses, K, size, size), K, actions
 
 
-def bench_synthetic(estimator, seeds: int, num_steps: int, first_seed: int = HELD_OUT_SEED) -> None:
+def bench_synthetic(estimator, seeds: int, num_steps: int, first_seed: int = HELD_OUT_SEED,
+                    sizes: tuple[int, ...] = (128, 160), degraded_sizes: tuple[int, ...] = (160,)) -> None:
+    """Rows per size x track: clean at every size of ``sizes`` and ``degraded_sizes``, the
+    three degradations too at those of ``degraded_sizes``."""
     print(f"\n== held-out renders (scenes {first_seed}-{first_seed + seeds - 1} per track, "
           f"{num_steps} latent steps each) ==")
     print(f"{'size':>5} {'track':>9} {'variant':>8} {'full':>7} {'transl':>7} {'rotat':>7} {'trans.':>7} {'s/video':>8}")
-    for size in (128, 160):
+    for size in sorted(set(sizes) | set(degraded_sizes)):
         for track in ("basic", "combined"):
             videos = [render_case(first_seed + i, track, num_steps, size) for i in range(seeds)]
-            kinds = ("clean", "jpeg", "blur", "noise") if size == 160 else ("clean",)
+            kinds = ("clean", "jpeg", "blur", "noise") if size in degraded_sizes else ("clean",)
             for kind in kinds:
                 hits, start = [], time.perf_counter()
                 for index, (frames, K, actions) in enumerate(videos):
@@ -155,6 +160,9 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=HELD_OUT_SEED,
                         help="first scene seed of the synthetic rows (keep clear of calibration's 9000+)")
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[128, 160], help="square render sizes, clean rows")
+    parser.add_argument("--degraded-sizes", type=int, nargs="*", default=[160],
+                        help="square render sizes with JPEG, blur and noise rows beside the clean one")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--skip", nargs="*", default=[], choices=["synthetic", "wrong", "realvid", "speed"])
     parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
@@ -166,7 +174,8 @@ def main() -> None:
     estimator = build_estimator(args.estimator, **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     if "synthetic" not in args.skip:
-        bench_synthetic(estimator, args.seeds, args.steps, args.first_seed)
+        bench_synthetic(estimator, args.seeds, args.steps, args.first_seed, tuple(args.sizes),
+                        tuple(args.degraded_sizes))
     if "wrong" not in args.skip:
         bench_wrong_videos(estimator, args.seeds, args.steps)
     if "realvid" not in args.skip:

@@ -9,18 +9,24 @@ the robust 4-DoF cost of the motion the estimator found against that of the true
 refined from itself. Where the truth costs more than what was found, the tracks themselves
 point elsewhere: no better fit would help. This is how the README's JPEG q30 finding was made
 (``--seed 8008`` with ``--degrade jpeg`` and ``--degrade clean``).
+
+``--drop-misfit PX`` adds what the window would read without the tracks whose error at the true
+motion exceeds PX (an oracle cut, for diagnosis only): how many tracks stay and whether the
+estimate is then right. Where it is, the window's answer was decided by those few tracks.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import numpy as np
 
 from bench_estimator import STEPS, accuracy, render_case
-from wcbench.actions import label_name, relative_pose, trajectory_from_actions
+from wcbench.actions import classify_relative_pose, label_name, relative_pose, trajectory_from_actions
 from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
+from wcbench.pose.base import spread_window_motion
 from wcbench.pose.calibration import DEGRADATIONS, degrade
 from wcbench.pose.opencv import _even_subset, prepare_gray, scale_intrinsics, working_size
 
@@ -31,6 +37,8 @@ def main() -> None:
     parser.add_argument("--degrade", default="jpeg", choices=DEGRADATIONS)
     parser.add_argument("--size", type=int, default=160)
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
+    parser.add_argument("--drop-misfit", type=float, default=None, metavar="PX",
+                        help="also refit each window without the tracks whose error at the true motion exceeds PX")
     args = parser.parse_args()
 
     estimator = build_estimator("opencv")
@@ -51,7 +59,7 @@ def main() -> None:
     gate = estimator.moving_gate(matches)
     print(f"scene {args.seed}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
     print(f"{'window':>6} {'commanded':<24} {'hit':>4} {'tracks':>6} {'moving':>6} {'err@truth px':>12} "
-          f"{'cost found':>10} {'cost truth':>10}")
+          f"{'cost found':>10} {'cost truth':>10}" + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit else ""))
     for index, ((first, last), match) in enumerate(zip(windows, matches)):
         rel = relative_pose(truth[first], truth[last])
         R_true, t_true = rel[:3, :3], rel[:3, 3] / np.linalg.norm(rel[:3, 3])
@@ -67,9 +75,19 @@ def main() -> None:
                                                      scale)
         error = geo.sampson_residuals(geo.essential_from_pose(R_true, t_true)[None], match.x1, match.x2)[0] * focal
         hit = bool(hits[first:last].all())
-        print(f"{index:>6} {label_name(actions[last - 1].label):<24} {'yes' if hit else 'NO':>4} "
-              f"{len(match.x1):>6} {'yes' if estimator._window_motion(match, K_work, gate).is_moving else 'no':>6} "
-              f"{np.median(np.abs(error)):>12.2f} {cost(R_found, t_found):>10.2f} {truth_costs[0]:>10.2f}")
+        commanded = actions[last - 1]
+        line = (f"{index:>6} {label_name(commanded.label):<24} {'yes' if hit else 'NO':>4} "
+                f"{len(match.x1):>6} {'yes' if estimator._window_motion(match, K_work, gate).is_moving else 'no':>6} "
+                f"{np.median(np.abs(error)):>12.2f} {cost(R_found, t_found):>10.2f} {truth_costs[0]:>10.2f}")
+        if args.drop_misfit:
+            keep = np.abs(error) <= args.drop_misfit
+            # the moving decision and rotation-only fit stay those of all tracks: only the fit changes
+            trimmed = replace(match, x1=match.x1[keep], x2=match.x2[keep])
+            step = spread_window_motion(estimator._window_motion(trimmed, K_work, gate).rel, last - first)
+            labels = classify_relative_pose(step, estimator.thresholds)
+            right = labels == (commanded.translation_label, commanded.rotation_label)
+            line += f" {int(keep.sum()):>5} {'yes' if right else 'NO':>7}"
+        print(line)
 
 
 if __name__ == "__main__":
