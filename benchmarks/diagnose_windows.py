@@ -23,10 +23,10 @@ from dataclasses import replace
 import numpy as np
 
 from bench_estimator import STEPS, accuracy, render_case
-from wcbench.actions import classify_relative_pose, label_name, relative_pose, trajectory_from_actions
+from wcbench.actions import label_name, relative_pose, trajectory_from_actions
 from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
-from wcbench.pose.base import spread_window_motion
+from wcbench.pose.base import poses_from_windows
 from wcbench.pose.calibration import DEGRADATIONS, degrade
 from wcbench.pose.opencv import _even_subset, prepare_gray, scale_intrinsics, working_size
 
@@ -59,7 +59,7 @@ def main() -> None:
     gate = estimator.moving_gate(matches)
     print(f"scene {args.seed}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
     print(f"{'window':>6} {'commanded':<24} {'hit':>4} {'tracks':>6} {'moving':>6} {'err@truth px':>12} "
-          f"{'cost found':>10} {'cost truth':>10}" + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit else ""))
+          f"{'cost found':>10} {'cost truth':>10}" + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit is not None else ""))
     for index, ((first, last), match) in enumerate(zip(windows, matches)):
         rel = relative_pose(truth[first], truth[last])
         R_true, t_true = rel[:3, :3], rel[:3, 3] / np.linalg.norm(rel[:3, 3])
@@ -75,17 +75,16 @@ def main() -> None:
                                                      scale)
         error = geo.sampson_residuals(geo.essential_from_pose(R_true, t_true)[None], match.x1, match.x2)[0] * focal
         hit = bool(hits[first:last].all())
-        commanded = actions[last - 1]
-        line = (f"{index:>6} {label_name(commanded.label):<24} {'yes' if hit else 'NO':>4} "
+        line = (f"{index:>6} {label_name(actions[last - 1].label):<24} {'yes' if hit else 'NO':>4} "
                 f"{len(match.x1):>6} {'yes' if estimator._window_motion(match, K_work, gate).is_moving else 'no':>6} "
                 f"{np.median(np.abs(error)):>12.2f} {cost(R_found, t_found):>10.2f} {truth_costs[0]:>10.2f}")
-        if args.drop_misfit:
+        if args.drop_misfit is not None:
             keep = np.abs(error) <= args.drop_misfit
             # the moving decision and rotation-only fit stay those of all tracks: only the fit changes
             trimmed = replace(match, x1=match.x1[keep], x2=match.x2[keep])
-            step = spread_window_motion(estimator._window_motion(trimmed, K_work, gate).rel, last - first)
-            labels = classify_relative_pose(step, estimator.thresholds)
-            right = labels == (commanded.translation_label, commanded.rotation_label)
+            window = poses_from_windows(last - first + 1, [(0, last - first)],
+                                        [estimator._window_motion(trimmed, K_work, gate).rel], [1.0])
+            right = bool(accuracy(window, actions[first:last], estimator.thresholds)[:, 0].all())
             line += f" {int(keep.sum()):>5} {'yes' if right else 'NO':>7}"
         print(line)
 
