@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -360,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, FileNotFoundError, ValueError, RuntimeError) as err:
         if os.environ.get("WCBENCH_DEBUG"):
             raise
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(str(err))}")  # escape: messages hold [brackets]
         console.print("[dim](set WCBENCH_DEBUG=1 for the full traceback)[/dim]")
         return 2
 
