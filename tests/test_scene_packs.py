@@ -6,7 +6,6 @@ import shutil
 from dataclasses import replace
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -135,5 +134,24 @@ def test_family_setting_keeps_room_suites_and_cases_take_families_in_turn(tmp_pa
     path.write_text("base: wc-mini\nscenes: {pack: synthetic, family: room}\n")
     mini = load_suite("wc-mini")
     assert load_suite(path).content_hash() == mini.content_hash()
-    mixed = SimpleNamespace(cases=mini.cases, scenes={"pack": "synthetic", "family": ["room", "terrain", "street"]})
-    assert [scene_family(mixed, case) for case in mini.cases[:4]] == ["room", "terrain", "street", "room"]
+    mixed_path = tmp_path / "mixed.yaml"
+    mixed_path.write_text("base: wc-mini\nresolution: [64, 48]\nscenes: {pack: synthetic, family: [room, terrain, street]}\n")
+    mixed = load_suite(mixed_path)
+    assert [scene_family(mixed, case) for case in mixed.cases[:4]] == ["room", "terrain", "street", "room"]
+    worlds = [case_world(mixed, case) for case in mixed.cases[:3]]
+    assert [world.scene.family for world in worlds] == ["room", "terrain", "street"]
+    hashes = {mixed.content_hash()}
+    for family in ("terrain", "street"):
+        path.write_text(f"base: wc-mini\nresolution: [64, 48]\nscenes: {{pack: synthetic, family: {family}}}\n")
+        hashes.add(load_suite(path).content_hash())
+    assert len(hashes) == 3
+
+
+def test_the_oracle_runs_on_open_terrain(tmp_path):
+    path = tmp_path / "terrain.yaml"
+    path.write_text("base: wc-mini\nname: terrain\nresolution: [64, 48]\nhorizons: {short: 125}\n"
+                    "cases_per_cell: 1\nscenes: {pack: synthetic, family: terrain}\n")
+    out = tmp_path / "run"
+    assert main(["run", "--suite", str(path), "--model", "oracle", "--out", str(out), "estimator=gt"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [case["if_acc"] for case in results["cases"]] == [1.0, 1.0]

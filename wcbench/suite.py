@@ -207,7 +207,8 @@ def _validate_scenes(path: Path, raw: Any) -> dict:
     the default family (room) is left out so that such suites keep their hash."""
     import difflib
 
-    from wcbench.scenes.packs import PACKS, SCENE_FAMILIES, load_image_folder_pack
+    from wcbench.scenes.packs import PACKS, load_image_folder_pack
+    from wcbench.scenes.synthetic import SCENE_FAMILIES
 
     scenes = dict(raw) if isinstance(raw, dict) else None
     if scenes is None:

@@ -22,11 +22,9 @@ import cv2
 import numpy as np
 
 from wcbench.actions import intrinsics_from_fov, script_trajectory
-from wcbench.scenes import synthetic
 from wcbench.scenes.synthetic import Scene, build_scene
 
 PACKS = ("synthetic", "images")
-SCENE_FAMILIES: tuple[str, ...] = getattr(synthetic, "SCENE_FAMILIES", ("room",))
 
 
 @dataclass
@@ -57,7 +55,7 @@ def synthetic_world(suite, script, scene_seed: int, prompt: str = "", family: st
     """A procedural scene for ``script`` at the suite's size, field of view and step sizes."""
     poses = script_trajectory(script, suite.steps)
     K = intrinsics_from_fov(suite.width, suite.height, suite.fov_deg)
-    scene = build_scene(scene_seed, poses[:, :3, 3], **({} if family == "room" else {"family": family}))
+    scene = build_scene(scene_seed, poses[:, :3, 3], family=family)
     image = scene.render(poses[0], K, suite.width, suite.height)
     return CaseWorld(image, prompt or scene.caption, K, scene, poses)
 
