@@ -165,6 +165,9 @@ def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_contro
     assert np.array_equal(video[-1], np.roll(world.image, -shift, axis=1))
 
 
-def test_family_adapter_refuses_missing_weights(tmp_path):
+def test_family_adapter_refuses_missing_weights_and_reads_its_size(tmp_path):
     with pytest.raises(FileNotFoundError, match="downloads nothing"):
         build_model("matrix-game", weights=str(tmp_path / "absent"), loader="x:y")
+    assert build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832x480").resolution == (832, 480)
+    with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
+        build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832")

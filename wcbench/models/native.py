@@ -34,13 +34,14 @@ class NativeModel(WholeVideoModel):
     """A public world model driven through a loader (see the module docstring).
 
     weights: local path of the release's weights (a file or folder); loader: MODULE:FUNCTION;
-    fps: frames per second of the stored videos; resolution: [width, height] the model
-    generates (the harness resizes the start image to it); other options go to the loader.
+    fps: frames per second of the stored videos; resolution: the size the model generates,
+    ``"832x480"`` or [832, 480] (the harness resizes the start image to it); other options go
+    to the loader.
     """
 
     family = ""
 
-    def __init__(self, weights: str, loader: str, fps: int = 16, resolution: list[int] | None = None,
+    def __init__(self, weights: str, loader: str, fps: int = 16, resolution: str | list[int] | None = None,
                  **loader_options: Any):
         path = Path(str(weights)).expanduser()
         if not path.exists():
@@ -49,7 +50,7 @@ class NativeModel(WholeVideoModel):
         self.name = self.family
         self.weights, self.loader, self.loader_options = path, loader, loader_options
         self.fps = fps
-        self.resolution = tuple(resolution) if resolution else None
+        self.resolution = _size(resolution) if resolution else None
         self._pipeline: Any = None
 
     def load(self, device: str) -> Any:
@@ -66,3 +67,13 @@ class NativeModel(WholeVideoModel):
     @abstractmethod
     def controls(self, info: CaseInfo) -> dict[str, Any]:
         """The case's command in this family's native form (keyword arguments of the pipeline)."""
+
+
+def _size(resolution: str | list[int]) -> tuple[int, int]:
+    """(width, height) from ``"832x480"`` (as --model-args gives it) or [832, 480]."""
+    parts = resolution.lower().split("x") if isinstance(resolution, str) else list(resolution)
+    try:
+        width, height = (int(part) for part in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"resolution {resolution!r}: write WIDTHxHEIGHT, e.g. 832x480") from None
+    return width, height
