@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import numpy as np
 
 from wcbench.actions import Action, StepSizes
-from wcbench.registry import Registry
+from wcbench.registry import Registry, check_options
 
 
 @dataclass
@@ -91,12 +91,14 @@ def build_model(spec: str, **options: Any) -> WorldModel:
     if spec.startswith("videos:"):
         from wcbench.models.videos import VideoFolderModel
 
+        check_options(f"model {spec!r}", VideoFolderModel, options, skip=("folder",))
         return VideoFolderModel(spec.split(":", 1)[1], **options)
     if ":" in spec:
         factory = _import_factory(spec)
     else:
         _load_entry_points()
         factory = MODELS.get(spec, hint="; or give videos:DIR or package.module:Factory")
+    check_options(f"model {spec!r}", factory, options)
     model = factory(**options)
     missing = [attr for attr in ("name", "frames_per_clip", "resolution", "fps", "reset", "step")
                if not hasattr(model, attr)]
