@@ -313,22 +313,22 @@ def verify(results_dir: Path, sample: int | None, seed: int | None, console: Con
     table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored")
     for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
         table.add_column(column)
-    flagged = 0
+    flagged = []
     chosen_ids = {r["id"] for r in chosen}
     for record in sorted(records, key=lambda r: r["id"]):
-        finding, fields = video_findings[record["id"]], None
+        video_finding = video_findings[record["id"]]
+        finding, fields = video_finding, None
         if finding is None and record["id"] in chosen_ids:
             fields, finding = audit.audit_case(results_dir, record, scorers)
         elif finding is None:
             continue  # hash checked, not in the re-scored sample
-        flagged += finding is not None
-        video_problem = video_findings[record["id"]].problem if video_findings[record["id"]] else ""
-        table.add_row(record["id"], ("[red]missing[/red]" if "missing" in video_problem else "[red]changed[/red]")
-                      if video_problem else "ok",
-                      _fmt(record["if_acc"]), _fmt(fields["if_acc"]) if fields else "-", _fmt(record["vq"]),
-                      _fmt(fields["vq"]) if fields else "-",
-                      f"[red]{finding.problem}[/red]" if finding else "[green]same[/green]")
+        if finding:
+            flagged.append(finding)
+        video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
+        table.add_row(record["id"], video if video == "ok" else f"[red]{video}[/red]", _fmt(record["if_acc"]),
+                      _fmt(fields["if_acc"]) if fields else "-", _fmt(record["vq"]),
+                      _fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
     Console().print(table)
-    if flagged:
-        console.print(f"[red]{flagged} case(s) flagged[/red]")
+    for finding in flagged:
+        console.print(f"[red]flagged[/red] case {finding.case}: {finding.problem}")
     return 1 if flagged else 0

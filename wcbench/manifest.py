@@ -230,6 +230,7 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
               "if_acc": None, "if_trans_acc": None, "if_rot_acc": None, "vq": None, "vq_raw": None,
               "per_clip": []}
     started = time.perf_counter()
+    source = None
     try:
         row = parse_row(raw, base)
         record["video"] = str(row.video)
@@ -246,6 +247,8 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
         fields = scorer.finish(commanded_poses=script_trajectory(script, steps))
     except (ScriptError, VideoReadError, ValueError, OSError) as err:
         record["error"] = str(err)  # IO errors name the video's path; script errors the segment
+        if source is not None and source.decoder_messages:
+            record["error"] += f" ({_decoder_warning(source, row.video)[0]})"
         return record
     record.update(fields, status="ok", script=script.format(), num_frames=scorer.num_frames, fov_deg=row.fov_deg,
                   latents_per_clip=latents_per_clip, video_sha256=sha256_file(row.video),
