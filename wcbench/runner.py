@@ -23,7 +23,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -119,49 +119,78 @@ def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[A
     return result, time.perf_counter() - started
 
 
+class CaseGeneration:
+    """One case being generated: :meth:`clips` drives the model (reset, then a step per clip,
+    each call under the time limit) and yields frame 0 and then each checked clip, so that the
+    caller can store and score them as they come; the timing accumulates meanwhile."""
+
+    def __init__(self, model: WorldModel, suite: Suite, case: Case, seed: int, timeout_s: float = 0.0,
+                 label: str = "model"):
+        self.model, self.suite, self.case, self.seed = model, suite, case, seed
+        self.timeout_s, self.label = timeout_s, f"{label}, case {case.id}"
+        self.world = case_world(suite, case)
+        self.latencies: list[float] = []
+        self.generate_s = 0.0
+
+    def clips(self) -> Iterator[np.ndarray]:
+        suite, case, world = self.suite, self.case, self.world
+        info = CaseInfo(case.id, case.num_frames, suite.resolution, world.K, suite.fov_deg,
+                        suite.latents_per_clip, suite.steps, world.scene, world.poses)
+        image = world.image
+        if self.model.resolution is not None and tuple(self.model.resolution) != suite.resolution:
+            import cv2
+
+            image = cv2.resize(image, tuple(self.model.resolution), interpolation=cv2.INTER_AREA)
+        first, self.generate_s = _call_model(lambda: self.model.reset(image, world.prompt, self.seed, info),
+                                             f"{self.label}: reset", self.timeout_s)
+        frames = _check_frames(np.asarray(first)[None], 1, None, case.id, -1)
+        shape = frames.shape[1:3]
+        yield frames
+        script = case.parsed()
+        steps = script.step_actions()
+        for clip, step_range in enumerate(clip_step_ranges(script.num_steps, suite.latents_per_clip)):
+            actions = [steps[i - 1] for i in step_range]
+            out, seconds = _call_model(lambda: self.model.step(actions), f"{self.label}: clip {clip}", self.timeout_s)
+            self.latencies.append(seconds)
+            self.generate_s += seconds
+            yield _check_frames(out, 4 * len(step_range), shape, case.id, clip)
+
+    def timing(self) -> dict:
+        """Generation time, per-clip latency, frames per second, peak memory and the hardware."""
+        return {"generate_s": self.generate_s, "clip_latency_s": self.latencies,
+                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
+                "hardware": hardware_label(hardware())}
+
+
+def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int) -> tuple[np.ndarray, dict, Any]:
+    """The whole video of one case in memory, its timing and world (for short cases: tests, speed
+    benchmarks; :func:`run_case` streams instead)."""
+    generation = CaseGeneration(model, suite, case, seed)
+    video = np.concatenate(list(generation.clips()))
+    return video, generation.timing(), generation.world
+
+
 def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers,
                        writer: Any, on_clip: Callable[[], None] | None = None) -> tuple[dict, dict, Any]:
     """Drive the model through one case, appending each clip to ``writer`` and scoring it as it
     comes; returns (score fields, timing, the case's world)."""
-    world = case_world(suite, case)
-    script = case.parsed()
-    info = CaseInfo(case.id, case.num_frames, suite.resolution, world.K, suite.fov_deg,
-                    suite.latents_per_clip, suite.steps, world.scene, world.poses)
-    image = world.image
-    if model.resolution is not None and tuple(model.resolution) != suite.resolution:
-        import cv2
-
-        image = cv2.resize(image, tuple(model.resolution), interpolation=cv2.INTER_AREA)
-    where = f"model {run.model!r}, case {case.id}"
-    first, generate_s = _call_model(lambda: model.reset(image, world.prompt, run.case_seed(case.id), info),
-                                    f"{where}: reset", run.timeout_s)
-    frames = _check_frames(np.asarray(first)[None], 1, None, case.id, -1)
-    shape = frames.shape[1:3]
-    # Poses the frames really show (oracle renders), read as they grow, for the gt estimator.
-    scorer = CaseScorer(script, scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
-                        latents_per_clip=suite.latents_per_clip, true_poses=getattr(model, "rendered_poses", None))
-    steps = script.step_actions()
-    latencies, score_s = [], 0.0
-    for clip, step_range in enumerate(clip_step_ranges(script.num_steps, suite.latents_per_clip)):
+    generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}")
+    world = generation.world
+    scorer, score_s = None, 0.0
+    for frames in generation.clips():
+        if scorer is None:  # after reset: the poses the frames really show (oracle renders) grow from here
+            scorer = CaseScorer(case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
+                                latents_per_clip=suite.latents_per_clip,
+                                true_poses=getattr(model, "rendered_poses", None))
+        elif on_clip:
+            on_clip()
         writer.write(frames)
         started = time.perf_counter()
         scorer.add(frames)
         score_s += time.perf_counter() - started
-        actions = [steps[i - 1] for i in step_range]
-        out, seconds = _call_model(lambda: model.step(actions), f"{where}: clip {clip}", run.timeout_s)
-        latencies.append(seconds)
-        generate_s += seconds
-        frames = _check_frames(out, 4 * len(step_range), shape, case.id, clip)
-        if on_clip:
-            on_clip()
-    writer.write(frames)
     started = time.perf_counter()
-    scorer.add(frames)
     fields = scorer.finish(commanded_poses=world.poses)
-    score_s += time.perf_counter() - started
-    timing = {"generate_s": generate_s, "score_s": score_s, "clip_latency_s": latencies,
-              "fps": (case.num_frames - 1) / max(generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
-              "hardware": hardware_label(hardware())}
+    timing = {**generation.timing(), "score_s": score_s + time.perf_counter() - started}
     return fields, timing, world
 
 
