@@ -1,13 +1,14 @@
 """Peak memory of scoring a long video: `wcbench score` streams decoding, pose estimation and
 quality clip by clip, so its peak RSS must not grow with the video's length.
 
-    .venv/bin/python benchmarks/bench_memory.py                  # 10,001 frames at 480x832 (and 1,001 to compare)
+    .venv/bin/python benchmarks/bench_memory.py                  # 10,001 frames at 832x480 (and 1,001 to compare)
+    .venv/bin/python benchmarks/bench_memory.py quality_options.brisque_stride=8   # the same, 4x less CPU
     .venv/bin/python benchmarks/bench_memory.py --frames 2001 --compare 201 --size 416 240   # quicker
 
-Writes a panning mp4 (4L-3 frames, a script of alternating pans and moves) and scores it with
-the default settings through the command line, each length in a fresh process whose own peak
-RSS (``ru_maxrss``) is printed beside the memory the whole video would take as one array.
-Figures and the command are in docs/runs.md.
+Writes a panning mp4 (4L-3 frames, a script of alternating pans and moves) and scores it through
+the command line (default settings, or the ``key=value`` settings given), each length in a
+fresh process whose own peak RSS (``ru_maxrss``) is printed, as soon as it is measured, beside
+the memory the whole video would take as one array. Figures and the command are in docs/runs.md.
 """
 
 from __future__ import annotations
@@ -55,26 +56,26 @@ def write_video(path: Path, num_frames: int, width: int, height: int) -> None:
     writer.release()
 
 
-def score_once(video: Path, num_frames: int, out_dir: Path) -> None:
+def score_once(video: Path, num_frames: int, out_dir: Path, settings: list[str]) -> None:
     """Child process: score one video through the CLI, then print its own peak RSS."""
     from wcbench.cli import main
 
     manifest = out_dir / "manifest.csv"
     manifest.write_text(f'id,video,actions\nlong,{video},"{make_script(num_frames)}"\n')
     started = time.perf_counter()
-    code = main(["score", "--manifest", str(manifest), "--out", str(out_dir / "results")])
+    code = main(["score", "--manifest", str(manifest), "--out", str(out_dir / "results"), *settings])
     seconds = time.perf_counter() - started
     record = json.loads((out_dir / "results" / "cases" / "long.json").read_text())
     print(json.dumps({"exit": code, "status": record["status"], "error": record.get("error"), "seconds": seconds,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
 
 
-def measure(num_frames: int, width: int, height: int) -> dict:
+def measure(num_frames: int, width: int, height: int, settings: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         video = Path(tmp) / "long.mp4"
         write_video(video, num_frames, width, height)
         child = subprocess.run([sys.executable, __file__, "--child", str(video), "--frames", str(num_frames),
-                                "--out", tmp], capture_output=True, text=True, cwd=ROOT)
+                                "--out", tmp, *settings], capture_output=True, text=True, cwd=ROOT)
         if child.returncode != 0:
             raise SystemExit(f"child failed:\n{child.stderr[-3000:]}")
         result = json.loads(child.stdout.strip().splitlines()[-1])
@@ -90,17 +91,23 @@ def main() -> None:
     parser.add_argument("--size", type=int, nargs=2, default=(832, 480), metavar=("W", "H"))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("settings", nargs="*", help="settings for `wcbench score`, e.g. quality_options.brisque_stride=8")
     args = parser.parse_args()
     if args.child:
-        score_once(Path(args.child), args.frames, Path(args.out))
+        score_once(Path(args.child), args.frames, Path(args.out), args.settings)
         return
     width, height = args.size
-    print(f"wcbench score, default settings, {width}x{height} mp4, one process per length")
-    print(f"{'frames':>7} {'whole video as one array':>25} {'peak RSS':>10} {'time':>9} {'frames/s':>9}  status")
-    rows = [measure(n, width, height) for n in (args.compare, args.frames)]
-    for row in rows:
+    print(f"wcbench score {' '.join(args.settings) or '(default settings)'}, {width}x{height} mp4, "
+          "one process per length", flush=True)
+    print(f"{'frames':>7} {'whole video as one array':>25} {'peak RSS':>10} {'time':>9} {'frames/s':>9}  status",
+          flush=True)
+    rows = []
+    for num_frames in (args.compare, args.frames):
+        row = measure(num_frames, width, height, args.settings)
+        rows.append(row)
         print(f"{row['frames']:>7} {row['whole_array_mb']:>22.0f} MB {row['peak_rss_mb']:>7.0f} MB "
-              f"{row['seconds']:>8.0f}s {row['frames'] / row['seconds']:>9.1f}  {row['status']} {row['error'] or ''}")
+              f"{row['seconds']:>8.0f}s {row['frames'] / row['seconds']:>9.1f}  {row['status']} {row['error'] or ''}",
+              flush=True)
     growth = rows[1]["peak_rss_mb"] - rows[0]["peak_rss_mb"]
     print(f"peak RSS grows by {growth:.0f} MB from {rows[0]['frames']} to {rows[1]['frames']} frames; "
           f"target: under {TARGET_MB} MB at {rows[1]['frames']} -> "

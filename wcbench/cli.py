@@ -88,9 +88,10 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
 
 
 def _check_out(path: str) -> Path:
+    from wcbench.outdir import require_folder
+
     out_dir = Path(path)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir} is a file; give a folder (new, or one this command made before)")
+    require_folder(out_dir)
     return out_dir
 
 

@@ -24,12 +24,17 @@ class OutDirError(ValueError):
     """An output folder holds something else than what this command would write there."""
 
 
+def require_folder(out_dir: Path) -> None:
+    """Refuse an output path that is a file (checked first, before anything slow is built)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutDirError(f"--out {out_dir} is a file; give a folder (new, or one this command made before)")
+
+
 def check_out_dir(out_dir: Path, header: dict) -> None:
     """Refuse to mix: ``out_dir`` must be new, empty, or made by the same command with the same
     input and config (``header["command"]``, its input hash, ``config_hash``). Reads only."""
     command = header["command"]
-    if out_dir.exists() and not out_dir.is_dir():
-        raise OutDirError(f"--out {out_dir} is a file; give a folder (new, or one this command made before)")
+    require_folder(out_dir)
     stored_path = out_dir / IDENTITY_FILE
     if not stored_path.exists():
         others = sorted(p.name for p in out_dir.iterdir() if p.name != LOCK_NAME) if out_dir.exists() else []
