@@ -63,6 +63,7 @@ def claim_out_dir(out_dir: Path, header: dict) -> Iterator[None]:
     the lock (another process may have claimed it meanwhile) and record ``header`` in
     ``run.json`` if the folder is new. Raises OutDirError or FolderBusyError, folder untouched."""
     check_out_dir(out_dir, header)
+    out_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(out_dir, f"wcbench {header['command']}"):
         check_out_dir(out_dir, header)
         if not (out_dir / IDENTITY_FILE).exists():

@@ -69,13 +69,14 @@ def _jsonable(value: Any) -> Any:
 @contextmanager
 def folder_lock(folder: str | Path, command: str) -> Iterator[None]:
     """Hold ``folder/.wcbench.lock`` exclusively (``flock``) for the duration, or raise
-    :class:`FolderBusyError` naming the process that holds it.
+    :class:`FolderBusyError` naming the process that holds it. The folder must exist.
 
     The kernel drops the lock when its process dies, so a killed run leaves no stale lock. A
     refused process writes nothing: it opens the lock file that the holder created and reads it.
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder")
     path = folder / LOCK_NAME
     handle = open(path, "a+")
     try:
