@@ -5,7 +5,6 @@ name, and "did you mean ..." on an unknown one."""
 from __future__ import annotations
 
 import difflib
-import inspect
 from importlib import import_module
 from typing import Any, Callable, Generic, TypeVar
 
@@ -52,31 +51,3 @@ class Registry(Generic[T]):
 
     def build(self, name: str, **options: Any) -> T:
         return self.get(name)(**options)
-
-
-def accepted_options(factory: Callable[..., Any]) -> list[str] | None:
-    """Keyword options ``factory`` accepts (a class's constructor, a function, a
-    ``functools.partial``), or None when it takes ``**kwargs`` and so cannot be checked."""
-    try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # some builtins have no signature
-        return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return None
-    return [p.name for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                     inspect.Parameter.KEYWORD_ONLY)]
-
-
-def check_options(what: str, factory: Callable[..., Any], options: dict, skip: tuple[str, ...] = ()) -> None:
-    """Raise ValueError naming every option ``factory`` does not accept, with the accepted
-    ones (``skip``: parameters the caller fills itself)."""
-    accepted = accepted_options(factory)
-    if accepted is None:
-        return
-    accepted = [name for name in accepted if name not in skip]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, accepted, n=1))
-                 else repr(name) for name in unknown]
-        raise ValueError(f"{what}: unknown option(s) {', '.join(hints)}; accepted: "
-                         f"{', '.join(accepted) if accepted else 'none'}")

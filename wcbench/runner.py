@@ -32,6 +32,7 @@ from wcbench.actions import clip_step_ranges
 from wcbench.deadline import CallTimeout, time_limit
 from wcbench.environment import hardware, hardware_label
 from wcbench.models.base import CaseInfo, WorldModel
+from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.storage import read_json, write_json, write_text
@@ -68,6 +69,15 @@ class RunConfig:
         return int.from_bytes(digest[:4], "little")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where this process runs; models read it from CaseInfo. Not part of the config hash."""
+
+    device: str = "cpu"
+    rank: int = 0
+    world_size: int = 1
+
+
 def config_hash(run: RunConfig, scorers: Scorers) -> str:
     payload = {"model": run.model, "model_options": run.model_options, "seed": run.seed, **scorers.header()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -82,19 +92,16 @@ def run_header(suite: Suite, run: RunConfig, scorers: Scorers) -> dict:
 
 
 def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, case_id: str, clip: int) -> np.ndarray:
-    where = f"case {case_id}, clip {clip}"
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ModelOutputError(f"{where}: expected frames shaped (T, H, W, 3), got {frames.shape}")
+    where = f"case {case_id}, " + (f"clip {clip}" if clip >= 0 else "reset")
+    try:
+        frames = to_video(frames)
+    except FrameError as err:
+        raise ModelOutputError(f"{where}: {err}") from err
     if len(frames) != expected:
         raise ModelOutputError(f"{where}: expected {expected} frames (4 per latent step), got {len(frames)}")
     if shape is not None and frames.shape[1:3] != shape:
         raise ModelOutputError(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, "
                                f"the video so far is {shape[1]}x{shape[0]}")
-    if frames.dtype != np.uint8:
-        if np.issubdtype(frames.dtype, np.floating) and not np.isfinite(frames).all():
-            raise ModelOutputError(f"{where}: frames contain NaN or infinity")
-        raise ModelOutputError(f"{where}: frames must be uint8 RGB in 0..255, got {frames.dtype}")
     return frames
 
 
@@ -125,28 +132,31 @@ class CaseGeneration:
     caller can store and score them as they come; the timing accumulates meanwhile."""
 
     def __init__(self, model: WorldModel, suite: Suite, case: Case, seed: int, timeout_s: float = 0.0,
-                 label: str = "model"):
+                 label: str = "model", placement: Placement = Placement()):
         self.model, self.suite, self.case, self.seed = model, suite, case, seed
-        self.timeout_s, self.label = timeout_s, f"{label}, case {case.id}"
+        self.timeout_s, self.label, self.placement = timeout_s, f"{label}, case {case.id}", placement
         self.world = case_world(suite, case)
         self.latencies: list[float] = []
         self.generate_s = 0.0
 
     def clips(self) -> Iterator[np.ndarray]:
-        suite, case, world = self.suite, self.case, self.world
-        info = CaseInfo(case.id, case.num_frames, suite.resolution, world.K, suite.fov_deg,
-                        suite.latents_per_clip, suite.steps, world.scene, world.poses)
+        suite, case, world, placement = self.suite, self.case, self.world, self.placement
+        script = case.parsed()
+        info = CaseInfo(id=case.id, script=script, commanded_poses=world.poses, K=world.K, fov_deg=suite.fov_deg,
+                        resolution=suite.resolution, latents_per_clip=suite.latents_per_clip, steps=suite.steps,
+                        device=placement.device, rank=placement.rank, world_size=placement.world_size,
+                        scene=world.scene)
         image = world.image
-        if self.model.resolution is not None and tuple(self.model.resolution) != suite.resolution:
+        resolution = getattr(self.model, "resolution", None)
+        if resolution is not None and tuple(resolution) != suite.resolution:
             import cv2
 
-            image = cv2.resize(image, tuple(self.model.resolution), interpolation=cv2.INTER_AREA)
+            image = cv2.resize(image, tuple(resolution), interpolation=cv2.INTER_AREA)
         first, self.generate_s = _call_model(lambda: self.model.reset(image, world.prompt, self.seed, info),
                                              f"{self.label}: reset", self.timeout_s)
-        frames = _check_frames(np.asarray(first)[None], 1, None, case.id, -1)
+        frames = _check_frames(first, 1, None, case.id, -1)
         shape = frames.shape[1:3]
         yield frames
-        script = case.parsed()
         steps = script.step_actions()
         for clip, step_range in enumerate(clip_step_ranges(script.num_steps, suite.latents_per_clip)):
             actions = [steps[i - 1] for i in step_range]
@@ -162,19 +172,22 @@ class CaseGeneration:
                 "hardware": hardware_label(hardware())}
 
 
-def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int) -> tuple[np.ndarray, dict, Any]:
+def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
+                  placement: Placement = Placement()) -> tuple[np.ndarray, dict, Any]:
     """The whole video of one case in memory, its timing and world (for short cases: tests, speed
     benchmarks; :func:`run_case` streams instead)."""
-    generation = CaseGeneration(model, suite, case, seed)
+    generation = CaseGeneration(model, suite, case, seed, placement=placement)
     video = np.concatenate(list(generation.clips()))
     return video, generation.timing(), generation.world
 
 
 def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers,
-                       writer: Any, on_clip: Callable[[], None] | None = None) -> tuple[dict, dict, Any]:
+                       writer: Any, on_clip: Callable[[], None] | None = None,
+                       placement: Placement = Placement()) -> tuple[dict, dict, Any]:
     """Drive the model through one case, appending each clip to ``writer`` and scoring it as it
     comes; returns (score fields, timing, the case's world)."""
-    generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}")
+    generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}",
+                                placement)
     world = generation.world
     scorer, score_s = None, 0.0
     for frames in generation.clips():
@@ -195,7 +208,7 @@ def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConf
 
 
 def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
-             on_clip: Callable[[], None] | None = None) -> dict:
+             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> dict:
     """Generate, store and score one case; a model failure gives a failed record, not an exception."""
     record: dict[str, Any] = {"id": case.id, "track": case.track, "horizon": case.horizon, "status": "failed",
                               "error": None, "script": case.script, "prompt": case.prompt,
@@ -206,7 +219,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
     log_path = out_dir / "cases" / f"{case.id}.log"
     try:
         with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
-            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip)
+            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip, placement)
     except ModelFailure as err:
         write_text(log_path, err.trace)
         record["error"] = f"{err} (traceback: cases/{log_path.name})"
@@ -236,14 +249,16 @@ def shard(cases: tuple[Case, ...], rank: int, world_size: int) -> list[Case]:
 
 
 def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers, out_dir: Path, *,
-              rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None) -> list[dict]:
+              rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
+              device: str = "cpu") -> list[dict]:
     """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
     ``out_dir``, which the caller has claimed (:func:`wcbench.outdir.claim_out_dir`); returns
     the records it wrote.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted
-    run) are skipped, so a rerun finishes the rest.
+    run) are skipped, so a rerun finishes the rest. ``device`` reaches the model in CaseInfo.
     """
+    placement = Placement(device, rank, world_size)
     cases = suite.cases[:limit] if limit > 0 else suite.cases
     todo = [case for case in shard(cases, rank, world_size) if not is_finished(out_dir, case.id)]
     n_clips = sum(len(clip_step_ranges(c.parsed().num_steps, suite.latents_per_clip)) for c in todo)
@@ -254,7 +269,7 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
         if progress:
             progress.update(case_task, description=f"case {case.id}")
         record = run_case(model, suite, case, run, scorers, out_dir,
-                          on_clip=(lambda: progress.advance(clip_task)) if progress else None)
+                          on_clip=(lambda: progress.advance(clip_task)) if progress else None, placement=placement)
         write_json(out_dir / "cases" / f"{case.id}.json", record)
         records.append(record)
         if progress:

@@ -22,13 +22,12 @@ class VideoFolderModel:
     resolution = None
     reports_speed = False  # it decodes videos made elsewhere: its frames/s say nothing about their model
 
-    def __init__(self, folder: str, fps: int = 16, latents_per_clip: int = 4):
+    def __init__(self, folder: str, fps: int = 16):
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise FileNotFoundError(f"videos:{folder}: no such folder")
         self.name = f"videos:{self.folder.name}"
         self.fps = fps
-        self.frames_per_clip = FRAMES_PER_LATENT * latents_per_clip
         self._frames: Iterator[np.ndarray] | None = None
 
     def _find(self, case_id: str) -> Path:
