@@ -255,7 +255,7 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
                   timing={"score_s": time.perf_counter() - started})
     warnings = _decoder_warning(source, row.video)
     if warnings:
-        record.update(warnings=warnings, decoder_errors=len(source.decoder_messages))
+        record.update(warnings=record.get("warnings", []) + warnings, decoder_errors=len(source.decoder_messages))
     return record
 
 

@@ -138,6 +138,7 @@ class CaseScorer:
         raw_names = raw[0].keys() if raw else []
         if commanded_poses is not None:  # in the first frame's camera, as the estimated path is
             commanded_poses = np.linalg.inv(commanded_poses[0]) @ np.asarray(commanded_poses)
+        confidence = np.concatenate(self._confidence)
         return {
             "if_acc": float(np.mean([c["if_acc"] for c in per_clip])),
             "if_trans_acc": float(np.mean([c["if_trans_acc"] for c in per_clip])),
@@ -149,8 +150,24 @@ class CaseScorer:
             "paths": {"commanded": None if commanded_poses is None
                       else np.round(commanded_poses[:, :3, 3], 5).tolist(),
                       "estimated": np.round(np.stack(self._path)[:, :3, 3], 5).tolist()},
-            "confidence_mean": float(np.mean(np.concatenate(self._confidence))),
+            "confidence_mean": float(np.mean(confidence)),
+            **({"warnings": [warning]} if (warning := low_confidence_warning(confidence)) else {}),
         }
+
+
+LOW_CONFIDENCE = 0.3  # a window's tracks this few or this poorly fitting: its motion is a guess
+LOW_CONFIDENCE_SHARE = 0.25
+
+
+def low_confidence_warning(confidence: np.ndarray) -> str | None:
+    """A warning when more than a quarter of the transitions' camera motion was read with low
+    confidence (too little texture to track, or tracks that fit no motion): their labels fall
+    back to 'none' and IF there says little about the model."""
+    share = float(np.mean(confidence < LOW_CONFIDENCE)) if len(confidence) else 0.0
+    if share <= LOW_CONFIDENCE_SHARE:
+        return None
+    return (f"camera motion read with low confidence in {share:.0%} of transitions (too little texture to "
+            "track?): their labels fall back to 'none', so IF there may be wrong")
 
 
 def score_frames(frames: np.ndarray, script: Script, scorers: Scorers, *, prompt: str = "",
