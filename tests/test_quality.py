@@ -1,9 +1,7 @@
 """Visual-quality scorers: BRISQUE against its references, the weight-free terms, the default
-scorer on degraded renders (blur, noise, JPEG, flicker, drift), the registry, clip_vq and the
-HPSv3 adapter driven by a stub inferencer."""
+scorer on degraded renders (blur, noise, JPEG, flicker, drift), the registry and clip_vq (the
+HPSv3 scorers are in test_hpsv3.py)."""
 
-import sys
-import types
 from pathlib import Path
 
 import cv2
@@ -245,7 +243,7 @@ def test_brisque_stride_samples_and_interpolates(videos):
 
 
 def test_registry_names_and_errors():
-    assert {"default", "default-drift", "hpsv3", "hpsv3-drift"} <= set(available_quality_scorers())
+    assert {"default", "default-drift", "hpsv3", "hpsv3-drift", "hpsv3-worldcompass"} <= set(available_quality_scorers())
     with pytest.raises(ValueError, match="Did you mean 'default'"):
         build_quality_scorer("defualt")
     with pytest.raises(ValueError, match="unknown options"):
@@ -260,77 +258,3 @@ def test_clip_vq_is_the_nan_ignoring_mean():
     assert np.isnan(clip_vq(result, slice(2, 3)))
     with pytest.raises(ValueError, match="no frames"):
         clip_vq(result, slice(5, 9))
-
-
-# --- HPSv3 adapter ------------------------------------------------------------------------------
-
-
-class _StubInferencer:
-    """Stands in for hpsv3.HPSv3RewardInferencer: scores an image by its mean brightness."""
-
-    instances: list["_StubInferencer"] = []
-
-    def __init__(self, config_path=None, checkpoint_path=None, device="cuda", differentiable=False):
-        self.checkpoint_path, self.device, self.calls = checkpoint_path, device, []
-        _StubInferencer.instances.append(self)
-
-    def reward(self, prompts, image_paths):
-        import torch
-
-        self.calls.append((list(prompts), len(image_paths)))
-        means = [np.asarray(image, dtype=np.float64).mean() / 25.5 for image in image_paths]
-        return torch.tensor([[m, 1.0] for m in means], dtype=torch.bfloat16)
-
-
-@pytest.fixture
-def stub_hpsv3(monkeypatch, tmp_path):
-    module = types.ModuleType("hpsv3")
-    module.HPSv3RewardInferencer = _StubInferencer
-    monkeypatch.setitem(sys.modules, "hpsv3", module)
-    weights = tmp_path / "HPSv3.safetensors"
-    weights.write_bytes(b"stub")
-    _StubInferencer.instances.clear()
-    return weights
-
-
-def _ramp_video(num_frames=10):
-    levels = np.linspace(40, 220, num_frames).astype(np.uint8)
-    return np.repeat(levels[:, None, None, None], 3, axis=3) * np.ones((1, 32, 48, 3), np.uint8)
-
-
-def test_hpsv3_samples_every_fourth_frame_with_the_caption(stub_hpsv3):
-    scorer = build_quality_scorer("hpsv3", checkpoint_path=str(stub_hpsv3), device="cpu", batch_size=2)
-    assert scorer.higher_is_better and scorer.name == "hpsv3"
-    frames = _ramp_video(10)
-    result = scorer.score(frames, prompt="a sunlit courtyard")
-    inferencer = _StubInferencer.instances[0]
-    assert inferencer.checkpoint_path == str(stub_hpsv3) and inferencer.device == "cpu"
-    assert [n for _, n in inferencer.calls] == [2, 2]  # frames 0, 4, 8 and the last (9)
-    assert all(set(prompts) == {"a sunlit courtyard"} for prompts, _ in inferencer.calls)
-    sampled = np.flatnonzero(~np.isnan(result.raw["hpsv3"]))
-    assert sampled.tolist() == [0, 4, 8, 9]
-    expected = frames[sampled].reshape(4, -1).mean(1) / 25.5
-    np.testing.assert_allclose(result.raw["hpsv3"][sampled], expected, rtol=1e-2)  # bf16
-    assert np.all(np.diff(result.per_frame) > 0)  # interpolated between samples
-
-
-def test_hpsv3_drift_is_relative_to_the_first_frame(stub_hpsv3):
-    scorer = build_quality_scorer("hpsv3-drift", checkpoint_path=str(stub_hpsv3))
-    frames = _ramp_video(9)[::-1].copy()  # getting darker: the stub's score drops
-    result = scorer.score(frames, prompt="x")
-    assert scorer.name == "hpsv3-drift" and result.per_frame[0] == 0.0
-    assert np.all(result.per_frame[1:] < 0)
-
-
-def test_hpsv3_errors_name_what_is_missing(monkeypatch, stub_hpsv3):
-    monkeypatch.delenv("WCBENCH_HPSV3_CHECKPOINT", raising=False)
-    with pytest.raises(FileNotFoundError, match="WCBENCH_HPSV3_CHECKPOINT"):
-        build_quality_scorer("hpsv3").score(_ramp_video(2))
-    with pytest.raises(FileNotFoundError, match="nowhere/HPSv3.safetensors"):
-        build_quality_scorer("hpsv3", checkpoint_path="/nowhere/HPSv3.safetensors").score(_ramp_video(2))
-    monkeypatch.setenv("WCBENCH_HPSV3_CHECKPOINT", str(stub_hpsv3))
-    build_quality_scorer("hpsv3").score(_ramp_video(2))
-    assert _StubInferencer.instances[-1].checkpoint_path == str(stub_hpsv3)
-    monkeypatch.setitem(sys.modules, "hpsv3", None)  # the package is not installed
-    with pytest.raises(ImportError, match="pip install hpsv3"):
-        build_quality_scorer("hpsv3", checkpoint_path=str(stub_hpsv3)).score(_ramp_video(2))

@@ -257,3 +257,10 @@ def _build_hpsv3_drift(**options: Any) -> QualityScorer:
     from wcbench.scoring.hpsv3 import HPSv3Scorer
 
     return HPSv3Scorer(is_drift=True, **options)
+
+
+@register_quality_scorer("hpsv3-worldcompass")
+def _build_hpsv3_worldcompass(**options: Any) -> QualityScorer:
+    from wcbench.scoring.hpsv3 import WorldCompassHPSv3Scorer
+
+    return WorldCompassHPSv3Scorer(**options)
