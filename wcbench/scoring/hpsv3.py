@@ -10,7 +10,7 @@ visual-quality rewards. Both scorers drive the ``hpsv3`` package's ``HPSv3Reward
   ``Qwen/Qwen2-VL-7B-Instruct``, which ``from_pretrained`` would fetch from the hub (about
   16 GB), and a missing ``checkpoint_path`` makes it download ``HPSv3.safetensors``. Here both
   come from local paths (``base_model_path``, ``checkpoint_path``; or the environment variables
-  below; or ``wcbench/conf/quality/<name>.yaml``): the shipped config is copied with
+  below; or ``wcbench/conf/quality/hpsv3.yaml``): the shipped config is copied with
   ``model_name_or_path`` pointing at the local base model, ``HF_HUB_OFFLINE=1`` is set (unless
   the caller set it) before the package is imported, and a missing file is an error that says
   what is missing and where to put it. Nothing is ever downloaded.
@@ -138,10 +138,10 @@ def load_hpsv3_inferencer(config: HPSv3Config) -> Any:
     package_config = Path(hpsv3.__file__).parent / "config" / "HPSv3_7B.yaml"
     if not package_config.is_file():
         raise FileNotFoundError(f"{package_config} is missing: reinstall the hpsv3 package")
-    config_dir = Path(tempfile.mkdtemp(prefix="wcbench-hpsv3-"))
-    config_path = write_offline_config(package_config, paths.base_model, config_dir)
-    return hpsv3.HPSv3RewardInferencer(config_path=str(config_path), checkpoint_path=str(paths.checkpoint),
-                                       device=resolve_device(config.device))
+    with tempfile.TemporaryDirectory(prefix="wcbench-hpsv3-") as config_dir:  # read once, while building
+        config_path = write_offline_config(package_config, paths.base_model, Path(config_dir))
+        return hpsv3.HPSv3RewardInferencer(config_path=str(config_path), checkpoint_path=str(paths.checkpoint),
+                                           device=resolve_device(config.device))
 
 
 def _jpeg_round_trip(image: Any, quality: int) -> Any:

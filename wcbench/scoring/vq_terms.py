@@ -262,13 +262,14 @@ def _chroma_histogram(frame: np.ndarray, config: ColourConfig) -> np.ndarray | N
     """Square root of the smoothed 2-D histogram of (log R/G, log B/G) over well-exposed pixels;
     None if there are none."""
     step = max(1, max(frame.shape[:2]) // config.side)
-    pixels = frame[::step, ::step].reshape(-1, 3).astype(np.float32)
-    exposed = (pixels.min(axis=1) >= 8) & (pixels.max(axis=1) <= 250)  # dark or clipped pixels have no hue
+    red, green, blue = (frame[::step, ::step, c].ravel() for c in range(3))
+    lowest, highest = np.minimum(np.minimum(red, green), blue), np.maximum(np.maximum(red, green), blue)
+    exposed = (lowest >= 8) & (highest <= 250)  # dark or clipped pixels have no hue
     if not exposed.any():
         return None
-    log_rgb = np.log(pixels[exposed] + 1.0)
-    chroma = np.stack([log_rgb[:, 0] - log_rgb[:, 1], log_rgb[:, 2] - log_rgb[:, 1]], axis=1)[None]
-    hist = cv2.calcHist([np.ascontiguousarray(chroma)], [0, 1], None, [config.bins] * 2,
+    log_red, log_green, log_blue = (np.log(c[exposed].astype(np.float32) + 1.0) for c in (red, green, blue))
+    chroma = np.stack([log_red - log_green, log_blue - log_green], axis=1)[None]
+    hist = cv2.calcHist([chroma], [0, 1], None, [config.bins] * 2,
                         [-config.span, config.span] * 2).astype(np.float64)
     # The square root evens out the modes: a camera that turns from sky to ground changes how
     # much of each colour there is, which must not move the registration's peak.
@@ -288,8 +289,13 @@ def register_histograms(reference: np.ndarray, current: np.ndarray) -> tuple[flo
     correlation, not phase correlation: a histogram that changes shape (blur mixes colours)
     must move the peak a little, not to a random place."""
     size = 2 * max(reference.shape)
-    correlation = np.fft.irfft2(np.fft.rfft2(current, (size, size)) * np.conj(np.fft.rfft2(reference, (size, size))),
-                                (size, size))
+    spectra = []
+    for hist in (current, reference):
+        padded = np.zeros((size, size), np.float64)
+        padded[:hist.shape[0], :hist.shape[1]] = hist
+        spectra.append(cv2.dft(padded, flags=cv2.DFT_COMPLEX_OUTPUT))
+    correlation = cv2.idft(cv2.mulSpectrums(spectra[0], spectra[1], 0, conjB=True),
+                           flags=cv2.DFT_REAL_OUTPUT | cv2.DFT_SCALE)
     row, col = np.unravel_index(int(np.argmax(correlation)), correlation.shape)
     shifts = (_peak_offset(correlation[:, col], row), _peak_offset(correlation[row, :], col))
     return tuple(float(v - size if v > size / 2 else v) for v in shifts)
