@@ -2,7 +2,6 @@
 quality clip by clip, so its peak RSS must not grow with the video's length.
 
     .venv/bin/python benchmarks/bench_memory.py                  # 10,001 frames at 832x480 (and 1,001 to compare)
-    .venv/bin/python benchmarks/bench_memory.py quality_options.brisque_stride=8   # the same, 4x less CPU
     .venv/bin/python benchmarks/bench_memory.py --frames 2001 --compare 201 --size 416 240   # quicker
 
 Writes a panning mp4 (4L-3 frames, a script of alternating pans and moves) and scores it through
@@ -91,7 +90,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, nargs=2, default=(832, 480), metavar=("W", "H"))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("settings", nargs="*", help="settings for `wcbench score`, e.g. quality_options.brisque_stride=8")
+    parser.add_argument("settings", nargs="*", help="settings for `wcbench score`, e.g. quality_options.spatial_stride=8")
     args = parser.parse_args()
     if args.child:
         score_once(Path(args.child), args.frames, Path(args.out), args.settings)

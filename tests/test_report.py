@@ -331,3 +331,29 @@ def test_rebuild_reproduces_results_json(tmp_path, records):
     (results_dir / "results.json").unlink()
     with pytest.raises(FileNotFoundError, match="header"):
         report.rebuild(results_dir)
+
+
+def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
+    """Each stored VQ component is averaged per track x horizon and explained in the report."""
+    components = {"basic-short-000": {"q_noise": 0.9, "q_sharpness": 0.8, "flicker": 1.0},
+                  "basic-short-001": {"q_noise": 0.5, "q_sharpness": 0.6, "flicker": 3.0},
+                  "basic-long-002": {"q_noise": 1.0, "q_sharpness": 0.4, "flicker": 0.0},
+                  "combined-short-003": {"q_noise": 0.7, "q_sharpness": None, "flicker": 2.0},
+                  "external-005": {"q_noise": 0.2, "q_sharpness": 0.9, "flicker": 4.0, "unknown_term": 7.0}}
+    for record in records:
+        if record["id"] in components:
+            record["vq_raw"] = components[record["id"]]
+    table = report.vq_components(records)
+    # Documented components first, in the scorer's order; undocumented ones after.
+    assert list(table.index) == ["q_sharpness", "q_noise", "flicker", "unknown_term"]
+    assert list(table.columns) == ["basic/short", "basic/long", "combined/short", "overall"]
+    assert table.loc["q_noise", "basic/short"] == pytest.approx(0.7)
+    assert table.loc["q_sharpness", "combined/short"] != table.loc["q_sharpness", "combined/short"]  # NaN: none stored
+    assert table.loc["flicker", "overall"] == pytest.approx(2.0)
+    results_dir = write_results_dir(tmp_path, records)
+    html = report.write_report(results_dir, read_json(results_dir / "results.json")).read_text()
+    rows = {row[0]: row for row in parse_tables(html).tables["vq-components"][1:]}
+    assert rows["q_noise"][1].startswith("noise: falls with grain")
+    assert rows["q_noise"][2:] == ["0.700", "1.000", "0.700", "0.660"]
+    assert rows["q_sharpness"][4] == "–" and rows["unknown_term"][1] == ""
+    assert report.vq_components([r for r in records if r["id"] == "combined-mid-004"]).empty

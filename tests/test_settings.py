@@ -18,10 +18,10 @@ def test_unknown_keys_are_refused_with_a_suggestion(override):
 
 
 def test_options_need_no_plus_and_keep_their_types():
-    settings = load_settings(["estimator_options.max_side=200", "quality_options.brisque_stride=4",
+    settings = load_settings(["estimator_options.max_side=200", "quality_options.spatial_stride=4",
                               "model_options={checkpoint: /x}", "model_options.steps=3", "seed=7", "timeout_s=1.5"])
     assert settings.estimator_options == {"max_side": 200}
-    assert settings.quality_options == {"brisque_stride": 4}
+    assert settings.quality_options == {"spatial_stride": 4}
     assert settings.model_options == {"checkpoint": "/x", "steps": 3}
     assert (settings.seed, settings.timeout_s) == (7, 1.5)
 

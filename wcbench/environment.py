@@ -12,7 +12,7 @@ from importlib import metadata
 
 # The packages whose versions can move a score or a timing.
 PACKAGES = ("worldcompass-bench", "numpy", "scipy", "opencv-python-headless", "opencv-python", "torch",
-            "brisque", "pandas", "hydra-core", "accelerate", "diffusers")
+            "pandas", "hydra-core", "accelerate", "diffusers")
 
 
 def package_versions() -> dict[str, str]:

@@ -178,6 +178,25 @@ def write_summary_csv(path: str | Path, summary: dict) -> None:
     write_text(path, summary_table(summary).to_csv(index=False))
 
 
+# ---------------------------------------------------------------- VQ components
+
+
+def vq_components(records: list[dict]) -> pd.DataFrame:
+    """Mean of each stored VQ component (a record's "vq_raw") over the ok cases of every track x
+    horizon and overall: one row per component (the scorer's documented ones first, in
+    ``COMPONENT_NOTES`` order), one column per group. Empty when no record stores components."""
+    from wcbench.scoring.quality import COMPONENT_NOTES
+
+    ok = [r for r in records if is_ok(r) and isinstance(r.get("vq_raw"), dict)]
+    names = {name for r in ok for name in r["vq_raw"]}
+    order = [n for n in COMPONENT_NOTES if n in names] + sorted(names - set(COMPONENT_NOTES))
+    groups = {key: [r for r in ok if group_key(r) == key] for key in ordered_groups(ok)}
+    groups["overall"] = ok
+    table = pd.DataFrame({key: [_mean(r["vq_raw"].get(name) for r in members) for name in order]
+                          for key, members in groups.items()}, index=order, dtype=float)
+    return table if order else pd.DataFrame()
+
+
 # ---------------------------------------------------------------- per clip and confusion
 
 

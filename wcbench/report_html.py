@@ -55,6 +55,7 @@ def render_report(results_dir: Path, results: dict, records: list[dict]) -> str:
     sections = [
         _header(results, records),
         _summary_section(results["summary"], results, records),
+        _vq_components_section(records),
         _failed_section(records),
         _curves_section(records),
         _confusion_section(records),
@@ -166,6 +167,26 @@ def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
                     f"<td class='num ci'>{format_ci(block, 'vq', digits['vq'])}</td><td class='num'>{n_text}</td></tr>")
     table = f'<table id="summary-table">{head}{"".join(rows)}</table>'
     return f"<h2>Summary</h2>{headline}{_explain(results)}{table}"
+
+
+def _vq_components_section(records: list[dict]) -> str:
+    """Each stored VQ component per track x horizon, with what it measures: what lowered VQ."""
+    from wcbench.report import vq_components
+    from wcbench.scoring.quality import COMPONENT_NOTES
+
+    table = vq_components(records)
+    if table.empty:
+        return ""
+    head = "<tr><th>component</th><th>what it measures</th>" + "".join(
+        f"<th>{escape(str(key))}</th>" for key in table.columns) + "</tr>"
+    rows = "".join(
+        f"<tr data-component='{escape(name)}'><td><code>{escape(name)}</code></td>"
+        f"<td class='muted'>{escape(COMPONENT_NOTES.get(name, ''))}</td>"
+        + "".join(f"<td class='num'>{format_value(value)}</td>" for value in table.loc[name]) + "</tr>"
+        for name in table.index)
+    return ("<h2>What makes up VQ</h2><p class='muted'>The quality scorer's components, mean over the cases of "
+            "each group. The q-terms are 1 for a flawless video; a low one is what lowered VQ.</p>"
+            f"<table id='vq-components'>{head}{rows}</table>")
 
 
 def _bar(value: float | None) -> str:

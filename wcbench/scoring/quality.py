@@ -4,39 +4,38 @@ A ``QualityScorer`` turns a video (T, H, W, 3) uint8 RGB into one vq value per f
 oriented higher-is-better, plus its raw components under their own names (``raw``; NaN where a
 component was not computed). A clip's vq is the mean of its frames' values (``clip_vq``).
 Scorers are found by name (``build_quality_scorer``); reports must name the scorer and its
-version, and never mix numbers from different scorers.
+version, and never mix numbers from different scorers. Frame 0 is the reference: the start
+image a world model was given (drift is measured against it).
 
 Scorers:
-- ``default`` (weight-free, CPU, offline): per-frame vq in [0, 1], a fixed weighted mean of
-  bounded terms (constants in ``DefaultVQConfig``, chosen once, never per video):
-    static_t  = 0.25 q_brisque + 0.25 q_sharpness + 0.3 q_noise + 0.2 q_blocks
-    vq_t      = 0.7 static_t + 0.15 q_flicker_t + 0.15 (1 - drift_t)
-  where q_brisque = clip((100 - BRISQUE) / 100, 0, 1) (the published no-reference IQA model,
-  trained on LIVE, shipped by the ``brisque`` package), q_blocks falls linearly from 1 at a
-  block-grid share of 0.1 to 0 at 1, and q_sharpness, q_noise, q_flicker are
-  exp(-max(0, x - knee) / scale) of the blur effect, the noise sigma and the median warp error
-  (see ``vq_terms``). The knees sit at or above what clean renders and real camera footage
-  measure, so no term can reward a defect that happens to lower it (blur "denoises" and
-  "steadies", noise breaks up block edges); beyond them each term falls strictly.
-  drift_t = max(0, static_0 - static_t): the quality lost since the first frame (WorldCompass
-  trains on such a drift term; the first frame of a world-model video is the given start image).
+- ``default`` (weight-free, CPU, offline): per-frame vq in (0, 1], a fixed weighted mean of
+  bounded terms, each 1 for a flawless frame (constants in ``DefaultVQConfig``, chosen once,
+  never per video):
+    vq_t = (3 q_sharpness + 2 q_noise + q_blocks + q_flicker + 3 q_drift) / 10
+  q_sharpness = 1 - the blur effect of the strongest edges (after a median filter that keeps
+  noise from passing for sharpness, and leaving the codec block grid out); q_noise, q_blocks,
+  q_flicker and q_drift are 1 / (1 + x / scale) of: the noise, in grey levels, taken as the
+  lower of a single-frame estimate (which fine texture fools) and a frame-to-frame one (which
+  texture, even aliased texture, does not: ``vq_terms.compute_temporal``); the block-edge
+  excess on the 8x8 grid, in grey levels; the brightness jump from the previous frame once
+  motion is compensated, in grey levels; and the drift from frame 0: the sharpness lost since
+  plus the colour cast (registered log-chromaticity histograms) over ``colour_scale``.
+  No term has a dead zone or a ceiling, so the slightest blur, noise or compression scores
+  below the clean video, on smooth renders, real footage and pixel-scale texture alike; and
+  each term resists the others' damage: blur lowers the measured noise of noisy footage, so
+  sharpness weighs more than noise; noise dilutes block edges, so a step counts as one only
+  above four times the frame's noise (benchmarks/bench_quality.py prints the orderings,
+  docs/quality.md the figures and how the constants were chosen).
+- ``default-drift``: static_t - static_0 in [-1, 1] (0 = as good as the first frame), where
+  static is the weighted mean of the sharpness, noise and block terms.
+- ``hpsv3`` / ``hpsv3-drift`` / ``hpsv3-worldcompass``: the HPSv3 preference model (GPU, 7B
+  weights), see ``wcbench.scoring.hpsv3``.
 
-  Why these weights: on clean renders BRISQUE is out of its domain (it was trained on camera
-  photos, which are never noise-free) and rates a little added noise, or slight blur, as an
-  improvement; sharpness measures are fooled by noise too. Noise therefore carries the largest
-  weight so that adding grain can never raise vq (a reward-hacking route in RL), and the
-  constants were set once on 12 rendered scenes x 5 levels each of blur, noise and JPEG, at
-  160 and 320 pixels, so that every visible level ranks below the one before it; the benchmark
-  prints the separation. Content still moves static quality by a few hundredths between views
-  of the same scene (no no-reference measure is free of content).
-- ``default-drift``: static_t - static_0 in [-1, 1] (0 = as good as the first frame).
-- ``hpsv3`` / ``hpsv3-drift``: the HPSv3 preference model (GPU, 7B weights), see
-  ``wcbench.scoring.hpsv3``.
-
-Costs (see benchmarks/bench_quality.py): BRISQUE dominates and runs at native resolution (it
-measures pixel-scale statistics); ``brisque_stride=k`` computes it on every k-th frame (and the
-last) and interpolates linearly in between. Flow for the flicker term runs on luma downscaled
-to a 256-pixel longer side.
+Costs (benchmarks/bench_quality.py): the single-frame terms run at native resolution (blur,
+noise and blocks are pixel-scale properties) on every ``spatial_stride``-th frame (and the
+last), linearly interpolated in between; the frame-to-frame terms run on every transition
+(flow on luma shrunk to at most ``analysis_side`` pixels, pixel matching on full-resolution
+tiles).
 """
 
 from __future__ import annotations
@@ -48,7 +47,29 @@ import numpy as np
 
 from wcbench.registry import Registry
 from wcbench.scoring import vq_terms
-from wcbench.scoring.brisque import compute_brisque_features, load_brisque_model, to_gray
+
+
+# What each stored component (a record's "vq_raw") means, in plain words, for reports; the
+# bounded terms (1 = no defect) first, then the measurements they come from.
+COMPONENT_NOTES: dict[str, str] = {
+    "q_sharpness": "sharpness: 1 minus the blur of the strongest edges; falls as edges soften",
+    "q_noise": "noise: falls with grain, pixel noise and codec speckle that change from frame to frame",
+    "q_blocks": "compression blocks: falls as an 8x8 codec grid shows through",
+    "q_flicker": "flicker: falls with brightness jumps between consecutive frames, motion compensated",
+    "q_drift": "drift: falls as sharpness is lost and a colour cast grows since the start image",
+    "drift": "sharpness lost since the start image plus its colour cast (0 = as the start)",
+    "static": "single-frame quality: the weighted mean of sharpness, noise and blocks",
+    "blur_effect": "blur of the strongest edges (0 sharp .. 1 fully blurred)",
+    "temporal_noise": "noise new in each frame once motion is matched, grey levels (texture does not count)",
+    "spatial_noise": "noise estimated within one frame, grey levels (fine texture reads as noise here)",
+    "blockiness": "how much more luma steps stand out on the 8x8 codec grid than off it, grey levels",
+    "flicker": "brightness jump from the previous frame after motion compensation, grey levels",
+    "colour_shift": "colour cast against the start image, |d log R/G| + |d log B/G|",
+    "hpsv3": "HPSv3 preference score against the case caption (higher is better)",
+    "hpsv3_quality": "HPSv3 score against the release's fixed quality prompt",
+    "hpsv3_caption": "HPSv3 score against the case caption (computed when its weight is not 0)",
+    "hpsv3_drift": "minus the distance of the quality score from the start image's (0 = as good as the start)",
+}
 
 
 @dataclass
@@ -127,76 +148,85 @@ def sample_indices(num_frames: int, stride: int) -> np.ndarray:
     return indices
 
 
-def _falloff(values: np.ndarray, knee: float, scale: float) -> np.ndarray:
-    """1 up to ``knee``, then exp(-(x - knee) / scale): bounded in (0, 1], strictly falling past the knee."""
-    return np.exp(-np.maximum(0.0, values - knee) / scale)
+def spatial_indices(num_frames: int, stride: int) -> np.ndarray:
+    """Frame 0 (the reference), then every ``stride``-th frame from frame 1 and the last: frames
+    1.. are interpolated among themselves, never towards frame 0, which in a clip view is the
+    video's start image and not the frame before the clip."""
+    if num_frames == 1:
+        return np.array([0])
+    return np.r_[0, 1 + sample_indices(num_frames - 1, stride)]
 
 
-def _linear_falloff(values: np.ndarray, knee: float, zero: float) -> np.ndarray:
-    """1 up to ``knee``, falling linearly to 0 at ``zero`` (for measures with a natural worst value)."""
-    return np.clip((zero - values) / (zero - knee), 0.0, 1.0)
+def _inverse(values: np.ndarray, scale: float) -> np.ndarray:
+    """1 at 0, 1/2 at ``scale``, strictly falling, never 0: for a measure with no natural worst value."""
+    return 1.0 / (1.0 + np.abs(values) / scale)
 
 
 @dataclass(frozen=True)
 class DefaultVQConfig:
     """Constants of the default scorer. Changing any of them changes scores: bump ``version``."""
 
-    brisque_stride: int = 1  # BRISQUE on every k-th frame (and the last), linear in between
-    brisque_zero: float = 100.0  # BRISQUE at which q_brisque reaches 0 (0 -> 1)
-    blur_knee: float = 0.30  # blur effect of sharp content: renders 0.17-0.30, KITTI 0.34
-    blur_scale: float = 0.15
-    noise_knee: float = 0.5  # grey levels: clean renders 0.2-0.35, real camera footage 0.8-1.1
-    noise_scale: float = 5.0
-    blocks_knee: float = 0.10  # block-grid share of clean content: 0.0-0.15 (1 = only blocks)
-    flicker_knee: float = 2.0  # median warp error (grey levels): clean renders 0.6-0.9
-    flicker_scale: float = 5.0
-    static_weights: tuple[float, float, float, float] = (0.25, 0.25, 0.3, 0.2)  # brisque, sharp, noise, blocks
-    vq_weights: tuple[float, float, float] = (0.7, 0.15, 0.15)  # static, flicker, drift
-    flow: vq_terms.FlowConfig = field(default_factory=vq_terms.FlowConfig)
+    spatial_stride: int = 4  # single-frame terms on every k-th frame (and the last), linear in between
+    noise_scale: float = 8.0  # grey levels of noise that halve q_noise
+    flicker_scale: float = 6.0  # grey levels of brightness jump that halve q_flicker
+    blocks_scale: float = 1.0  # grey levels of block-edge excess that halve q_blocks
+    block_noise_ratio: float = 4.0  # a block edge must stand out by this many times the frame's noise
+    colour_scale: float = 0.5  # colour cast from frame 0 (|d log R/G| + |d log B/G|) that counts as drift 1
+    static_weights: tuple[float, float, float] = (3.0, 2.0, 1.0)  # sharpness, noise, blocks
+    vq_weights: tuple[float, float] = (1.0, 3.0)  # flicker, drift (beside the static weights)
+    temporal: vq_terms.TemporalConfig = field(default_factory=vq_terms.TemporalConfig)
+    colour: vq_terms.ColourConfig = field(default_factory=vq_terms.ColourConfig)
 
 
-def _brisque_per_frame(gray: np.ndarray, stride: int) -> np.ndarray:
-    """BRISQUE of every ``stride``-th frame (and the last); NaN at the frames skipped."""
-    indices = sample_indices(len(gray), stride)
-    scores = load_brisque_model().predict(np.stack([compute_brisque_features(gray[i]) for i in indices]))
-    raw = np.full(len(gray), np.nan)
-    raw[indices] = scores
+def _spatial_raw(gray: np.ndarray, indices: np.ndarray, block_noise_ratio: float) -> dict[str, np.ndarray]:
+    """Single-frame measurements of frames ``indices``; NaN elsewhere."""
+    raw = {name: np.full(len(gray), np.nan) for name in ("blur_effect", "spatial_noise", "blockiness")}
+    for i in indices:
+        noise = vq_terms.compute_noise_sigma(gray[i])
+        raw["blur_effect"][i] = vq_terms.compute_blur_effect(gray[i])
+        raw["spatial_noise"][i] = noise
+        raw["blockiness"][i] = vq_terms.compute_blockiness(gray[i], min_step=max(1.0, block_noise_ratio * noise))
     return raw
 
 
 def compute_default_raw(frames: np.ndarray, config: DefaultVQConfig) -> dict[str, np.ndarray]:
     """Raw measurements of the default scorer, one (T,) array each (NaN where not computed)."""
     frames = check_frames(frames)
-    gray = to_gray(frames) if frames.ndim == 4 else frames
-    return {
-        "brisque": _brisque_per_frame(gray, config.brisque_stride),
-        "blur_effect": np.array([vq_terms.compute_blur_effect(frame) for frame in gray]),
-        "noise_sigma": np.array([vq_terms.compute_noise_sigma(frame) for frame in gray]),
-        "blockiness": np.array([vq_terms.compute_blockiness(frame) for frame in gray]),
-        "warp_error": vq_terms.compute_warp_error(gray, config.flow),
-    }
+    gray = vq_terms.to_gray(frames) if frames.ndim == 4 else frames
+    flicker, temporal_noise = vq_terms.compute_temporal(gray, config.temporal)
+    indices = spatial_indices(len(frames), config.spatial_stride)
+    return {**_spatial_raw(gray, indices, config.block_noise_ratio),
+            "temporal_noise": temporal_noise, "flicker": np.abs(flicker),
+            "colour_shift": vq_terms.compute_colour_shift(frames, indices, config.colour)}
+
+
+def _filled(values: np.ndarray) -> np.ndarray:
+    """NaN entries filled by linear interpolation (strided measurements; frame 0 of a transition
+    measure takes the first transition's value); all NaN (a one-frame video) -> zeros."""
+    known = np.flatnonzero(~np.isnan(values))
+    if known.size == 0:
+        return np.zeros(len(values))
+    return interpolate_samples(len(values), known, values[known])
 
 
 def compute_default_terms(raw: dict[str, np.ndarray], config: DefaultVQConfig) -> dict[str, np.ndarray]:
     """Bounded q-terms (1 = no defect), the static quality and the drift from raw measurements."""
-    num_frames = len(raw["brisque"])
-    known = np.flatnonzero(~np.isnan(raw["brisque"]))
-    brisque = interpolate_samples(num_frames, known, raw["brisque"][known])
-    # Frame 0 has no predecessor: it borrows the first transition's flicker (a one-frame video
-    # has nothing to flicker).
-    warp = raw["warp_error"].copy()
-    warp[0] = warp[1] if num_frames > 1 else 0.0
+    noise = np.minimum(_filled(raw["spatial_noise"]), _filled(raw["temporal_noise"]))
     terms = {
-        "q_brisque": _linear_falloff(brisque, 0.0, config.brisque_zero),
-        "q_sharpness": _falloff(raw["blur_effect"], config.blur_knee, config.blur_scale),
-        "q_noise": _falloff(raw["noise_sigma"], config.noise_knee, config.noise_scale),
-        "q_blocks": _linear_falloff(raw["blockiness"], config.blocks_knee, 1.0),
-        "q_flicker": _falloff(warp, config.flicker_knee, config.flicker_scale),
+        "q_sharpness": 1.0 - np.clip(_filled(raw["blur_effect"]), 0.0, 1.0),
+        "q_noise": _inverse(noise, config.noise_scale),
+        "q_blocks": _inverse(np.maximum(0.0, _filled(raw["blockiness"])), config.blocks_scale),
+        "q_flicker": _inverse(_filled(raw["flicker"]), config.flicker_scale),
     }
     w = config.static_weights
-    terms["static"] = (w[0] * terms["q_brisque"] + w[1] * terms["q_sharpness"]
-                       + w[2] * terms["q_noise"] + w[3] * terms["q_blocks"]) / sum(w)
-    terms["drift"] = np.maximum(0.0, terms["static"][0] - terms["static"])
+    terms["static"] = (w[0] * terms["q_sharpness"] + w[1] * terms["q_noise"] + w[2] * terms["q_blocks"]) / sum(w)
+    # Drift from frame 0 (the start image): the sharpness lost since, and the colour cast. Block
+    # and noise levels of clean content wander with the view, and a uniform blur would calm
+    # them (a reward for damage); the frame-to-frame terms need no reference: they compare
+    # neighbours.
+    lost = np.maximum(0.0, terms["q_sharpness"][0] - terms["q_sharpness"])
+    terms["drift"] = lost + _filled(raw["colour_shift"]) / config.colour_scale
+    terms["q_drift"] = _inverse(terms["drift"], 1.0)
     return terms
 
 
@@ -204,17 +234,18 @@ def combine_default_vq(terms: dict[str, np.ndarray], config: DefaultVQConfig, is
     """Per-frame vq from the q-terms: the weighted mean, or (drift variant) static_t - static_0."""
     if is_drift:
         return terms["static"] - terms["static"][0]
-    w = config.vq_weights
-    return (w[0] * terms["static"] + w[1] * terms["q_flicker"] + w[2] * (1.0 - terms["drift"])) / sum(w)
+    ws, (wf, wd) = config.static_weights, config.vq_weights
+    total = sum(ws) * terms["static"] + wf * terms["q_flicker"] + wd * terms["q_drift"]
+    return total / (sum(ws) + wf + wd)
 
 
 class DefaultQualityScorer:
-    """Weight-free VQ: BRISQUE + sharpness + noise + blockiness + flicker + drift, in [0, 1].
+    """Weight-free VQ: sharpness + noise + blockiness + flicker + drift, in [0, 1].
 
     With ``is_drift`` the vq is instead the static quality relative to frame 0, in [-1, 1]."""
 
-    version = "1"
-    higher_is_better = False  # the raw main value is BRISQUE (lower is better)
+    version = "2"
+    higher_is_better = True  # every raw value is turned into a higher-is-better term
 
     def __init__(self, is_drift: bool = False, **config: Any) -> None:
         self.is_drift = is_drift
@@ -224,8 +255,8 @@ class DefaultQualityScorer:
         if unknown:
             raise ValueError(f"{self.name} scorer: unknown options {unknown}; known: {sorted(known)}")
         self.config = replace(DefaultVQConfig(), **config)
-        if self.config.brisque_stride < 1:
-            raise ValueError(f"brisque_stride must be >= 1, got {self.config.brisque_stride}")
+        if self.config.spatial_stride < 1:
+            raise ValueError(f"spatial_stride must be >= 1, got {self.config.spatial_stride}")
 
     def score(self, frames: np.ndarray, prompt: str = "") -> QualityResult:
         """Per-frame vq of ``frames``; ``prompt`` is not used (the default is prompt-free)."""
@@ -257,3 +288,10 @@ def _build_hpsv3_drift(**options: Any) -> QualityScorer:
     from wcbench.scoring.hpsv3 import HPSv3Scorer
 
     return HPSv3Scorer(is_drift=True, **options)
+
+
+@register_quality_scorer("hpsv3-worldcompass")
+def _build_hpsv3_worldcompass(**options: Any) -> QualityScorer:
+    from wcbench.scoring.hpsv3 import WorldCompassHPSv3Scorer
+
+    return WorldCompassHPSv3Scorer(**options)
