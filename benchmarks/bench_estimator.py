@@ -112,6 +112,16 @@ def bench_synthetic(estimator, args) -> dict:
     return clean_estimates
 
 
+def held_out_clean_estimates(estimator, args) -> dict:
+    """The held-out clean estimates at the first size that ``bench_synthetic`` also returns, for
+    a leave-one-family-out run on its own (``--skip synthetic``)."""
+    size = args.sizes[0]
+    return {family: [(estimator.estimate(frames, K=K), actions)
+                     for frames, K, actions in (render_case(args.first_seed + i, track, args.steps, size, family)
+                                                for track in args.tracks for i in range(args.seeds))]
+            for family in args.families}
+
+
 def bench_leave_one_family_out(estimator, clean_estimates: dict, args) -> None:
     """Thresholds calibrated without a family (clean calibration videos of the others), scored
     on that family's held-out clean videos at the first size."""
@@ -250,8 +260,8 @@ def main() -> None:
     clean_estimates = {}
     if "synthetic" not in args.skip:
         clean_estimates = bench_synthetic(estimator, args)
-    if "lofo" not in args.skip and clean_estimates:
-        bench_leave_one_family_out(estimator, clean_estimates, args)
+    if "lofo" not in args.skip:
+        bench_leave_one_family_out(estimator, clean_estimates or held_out_clean_estimates(estimator, args), args)
     if "invariance" not in args.skip:
         bench_invariance(estimator, args)
     if "realvid" not in args.skip:
