@@ -100,7 +100,7 @@ def test_confusion_report_of_exact_estimates_is_diagonal():
 
 
 def test_calibration_videos_small_spec():
-    spec = CalibrationSpec(seeds=(5,), tracks=("combined",), num_steps=2, step_scales=(1.0, 1.5),
+    spec = CalibrationSpec(seeds=(5,), tracks=("combined",), families=("room",), num_steps=2, step_scales=(1.0, 1.5),
                            resolution=(48, 40), degradations=("clean", "jpeg"))
     videos = list(render_calibration_videos(spec))
     assert len(videos) == 4  # 2 step scales x 2 degradations
@@ -111,7 +111,22 @@ def test_calibration_videos_small_spec():
     actions = clean.commanded()
     assert len(actions) == 12 and all(a.label == 0 for a in actions[-4:])
     assert all(a.is_translation and a.is_rotation for a in actions[:8])  # combined track
-    assert videos[2].steps.translation == pytest.approx(0.075) and videos[2].steps.degrees == pytest.approx(1.125)
+    assert videos[2].case.steps.translation == pytest.approx(0.075) and videos[2].case.steps.degrees == pytest.approx(1.125)
+
+
+def test_calibration_cases_cover_every_family_and_drive_like_a_car():
+    from wcbench.pose.calibration import CASE_TRACKS, motion_case
+
+    spec = CalibrationSpec(seeds=(5,), tracks=("car", "basic"), num_steps=3, step_scales=(1.0,), resolution=(32, 32),
+                           degradations=("clean",))
+    videos = list(render_calibration_videos(spec))
+    assert [v.case.family for v in videos] == ["room", "room", "terrain", "terrain", "street", "street"]
+    assert spec.num_videos == len(videos)
+    car = motion_case("terrain", 5, "car", 12)
+    assert all(a.forward == 1 and a.right == 0 and a.pitch == 0 for a in parse_script(car.script).step_actions()[:-1])
+    assert 1.0 <= car.steps.degrees <= 3.0
+    assert car == motion_case("terrain", 5, "car", 12)  # deterministic
+    assert "car" in CASE_TRACKS
 
 
 def test_degradations():

@@ -78,3 +78,71 @@ def test_registry_errors():
         build_model("oracel")
     with pytest.raises(ValueError, match="cannot import module"):
         build_model("no_such_pkg.mod:Factory")
+
+
+# ---------------------------------------------------------------- scene families
+
+from wcbench.actions import camera_rotation  # noqa: E402
+from wcbench.scenes.synthetic import SCENE_FAMILIES, camera_setup, depth_map  # noqa: E402
+
+FAMILY_SCRIPT = parse_script("w-2, a+left-2, s+up-1")
+
+
+def _family_scene(family: str, seed: int = 3, pitch: float = 0.0):
+    start = np.eye(4)
+    start[:3, :3] = camera_rotation(0.0, pitch)
+    poses = start[None] @ script_trajectory(FAMILY_SCRIPT, STEPS)
+    return build_scene(seed, poses[:, :3, 3], family=family), poses
+
+
+@pytest.mark.parametrize("family", SCENE_FAMILIES)
+def test_every_family_renders_deterministically_and_keeps_clear_of_the_camera(family):
+    scene, poses = _family_scene(family)
+    again, _ = _family_scene(family)
+    assert scene.family == family
+    frames = render_frames(scene, poses, K, 64, 48)
+    assert np.array_equal(frames, render_frames(again, poses, K, 64, 48))
+    assert frames[0].std() > 5
+    for box in scene.boxes:
+        if not box.inside:
+            nearest = np.clip(poses[:, :3, 3], box.lo, box.hi)
+            assert np.min(np.linalg.norm(poses[:, :3, 3] - nearest, axis=1)) >= 0.9
+    if scene.ground is not None:  # the camera stays above the ground
+        assert np.all(poses[:, 1, 3] < scene.ground.y)
+
+
+def test_terrain_has_sky_at_infinity_and_ground_to_the_horizon():
+    shares = []
+    for seed in range(4):
+        scene, poses = _family_scene("terrain", seed)
+        depth = depth_map(scene, poses[0], K, 64, 48)
+        sky = ~np.isfinite(depth)
+        shares.append(sky.mean())
+        assert sky[:24].mean() > sky[24:].mean()  # the sky is above, the ground below
+        assert np.isfinite(depth[-1]).all() and np.nanmax(np.where(np.isfinite(depth), depth, np.nan)) > 50
+    assert 0.2 < np.mean(shares) < 0.7
+    # looking up raises the sky's share, looking down lowers it
+    scene, poses = _family_scene("terrain", 1, pitch=8.0)
+    up = (~np.isfinite(depth_map(scene, poses[0], K, 64, 48))).mean()
+    scene, poses = _family_scene("terrain", 1, pitch=-8.0)
+    down = (~np.isfinite(depth_map(scene, poses[0], K, 64, 48))).mean()
+    assert up > down
+
+
+def test_streets_have_a_long_depth_range():
+    ranges = []
+    for seed in range(6):
+        scene, poses = _family_scene("street", seed)
+        depth = depth_map(scene, poses[0], K, 64, 48)
+        finite = depth[np.isfinite(depth)]
+        ranges.append(np.percentile(finite, 99) / np.percentile(finite, 5))
+    assert np.median(ranges) > 10  # near facades and a street running far ahead
+
+
+def test_camera_setups_vary_with_the_seed_within_their_ranges():
+    setups = [camera_setup("terrain", seed) for seed in range(40)]
+    assert all(60 <= s.fov_deg <= 90 and 0.5 <= s.step_scale <= 2.0 and abs(s.start_pitch_deg) <= 8 for s in setups)
+    assert len({round(s.fov_deg, 3) for s in setups}) == 40
+    assert camera_setup("room", 5) == camera_setup("room", 6)  # rooms are filmed as the suites film them
+    with pytest.raises(ValueError, match="unknown scene family 'forest'.*terrain"):
+        build_scene(1, family="forest")

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wcbench.actions import StepSizes
+from wcbench.scenes.families import SCENE_FAMILIES
 
 
 def _confusion_table(title: str, labels: list[str], matrix: list[list[int]]) -> Table:
@@ -39,10 +40,16 @@ def run_calibration(args: argparse.Namespace, console: Console) -> int:
     )
 
     estimator = build_estimator(args.estimator)
+    families = tuple(args.families) if args.families else SCENE_FAMILIES
+    unknown = sorted(set(families) - set(SCENE_FAMILIES))
+    if unknown:
+        console.print(f"[red]unknown scene famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+                      f"known: {', '.join(SCENE_FAMILIES)}[/red]")
+        return 2
     spec = CalibrationSpec(seeds=tuple(range(args.seed, args.seed + args.scenes)), steps=StepSizes(),
-                           resolution=tuple(args.resolution),
+                           resolution=tuple(args.resolution), families=families,
                            degradations=DEGRADATIONS if args.degrade else ("clean",))
-    total = len(spec.seeds) * len(spec.tracks) * len(spec.step_scales) * len(spec.degradations)
+    total = spec.num_videos
     estimates, scripts = [], []
     with progress_bar() as progress:
         task = progress.add_task(f"calibrating {estimator.name}", total=total)

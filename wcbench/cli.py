@@ -276,7 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="choose an estimator's thresholds on renders with known motion")
     p.add_argument("--estimator", default="opencv", help="registered estimator to calibrate (default: opencv)")
     p.add_argument("--scenes", type=int, default=6,
-                   help="calibration scenes per track (basic, combined and diagonal scripts)")
+                   help="calibration scenes per family and track (basic, combined, diagonal and car scripts)")
+    p.add_argument("--families", nargs="+", default=None, metavar="FAMILY",
+                   help="scene families to calibrate on (default: all: room terrain street)")
     p.add_argument("--resolution", type=int, nargs=2, default=(160, 160), metavar=("W", "H"),
                    help="render size of the calibration videos (default: 160 160)")
     p.add_argument("--degrade", action="store_true", help="also render JPEG/blur/noise degraded copies")

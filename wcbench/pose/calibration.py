@@ -1,9 +1,9 @@
 """Threshold calibration: synthetic videos with known motion in, per-estimator thresholds out.
 
-``render_calibration_videos`` renders basic, combined and diagonal scripts (each ending with
-a standing-still latent step) at several step sizes, optionally degraded (JPEG, blur, noise).
-The diagonal scripts command two axes of one kind at once (``w+d``, ``left+up``): the suites
-never do, so without them nothing would bound the secondary-axis ratio from above.
+``render_calibration_videos`` renders basic, combined, diagonal and car scripts (each ending
+with a standing-still latent step) in every scene family (rooms, open terrain with sky,
+streets), at several step sizes and cameras, optionally degraded (JPEG, blur, noise); see
+:func:`motion_case`. The same cases, on other seeds, are the estimator benchmark's held-out set.
 ``calibrate_thresholds`` runs over any estimator's outputs on them and picks each threshold
 at the log-scale centre of the widest plateau of maximal accuracy (within half a percent): the translation
 threshold from translation-label accuracy, the rotation threshold and the secondary-axis
@@ -27,13 +27,17 @@ from wcbench.actions import (
     Action,
     StepSizes,
     Thresholds,
+    camera_rotation,
     classify_translation,
     intrinsics_from_fov,
     parse_script,
+    script_from_steps,
     script_trajectory,
     yaw_pitch_deg,
 )
 from wcbench.pose.base import PoseEstimate
+from wcbench.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
+from wcbench.suite import PITCH_LIMIT_DEG, generate_script
 
 DEGRADATIONS = ("clean", "jpeg", "blur", "noise")
 # rotation label by (yaw sign + 1, pitch sign + 1), taken from the action model itself
@@ -70,36 +74,76 @@ def degrade(frames: np.ndarray, kind: str, seed: int = 0,
     raise ValueError(f"unknown degradation {kind!r}; known: {', '.join(DEGRADATIONS)}")
 
 
-# ---------------------------------------------------------------- calibration videos
+# ---------------------------------------------------------------- motion cases (calibration and validation)
+
+CASE_TRACKS = ("basic", "combined", "diagonal", "car")
+
 
 @dataclass(frozen=True)
 class CalibrationSpec:
-    """What to render: seeds x tracks x step scales, each under every degradation."""
+    """What to render: families x seeds x tracks x step scales, each under every degradation.
+
+    Rooms are filmed as the suites film them (``fov_deg``, ``steps`` x each step scale); the other
+    families draw a camera per video (:func:`wcbench.scenes.synthetic.camera_setup`: FOV 60-90 deg,
+    speed 0.5-2x, start pitch +-8 deg), the step scale index picking the draw."""
 
     seeds: tuple[int, ...] = tuple(range(9000, 9006))  # as `wcbench calibrate`; suites and benchmarks use others
-    tracks: tuple[str, ...] = ("basic", "combined", "diagonal")  # see calibration_script
+    tracks: tuple[str, ...] = CASE_TRACKS  # see case_script
+    families: tuple[str, ...] = SCENE_FAMILIES
     num_steps: int = 8  # latent steps of motion per script (a standing-still step is added)
-    step_scales: tuple[float, ...] = (0.75, 1.0, 1.5)  # multiples of ``steps``
+    step_scales: tuple[float, ...] = (0.75, 1.0, 1.5)  # multiples of ``steps`` (rooms)
     steps: StepSizes = field(default_factory=StepSizes)
     resolution: tuple[int, int] = (160, 160)  # (width, height)
     fov_deg: float = 75.0
     degradations: tuple[str, ...] = DEGRADATIONS  # thresholds must hold on degraded video too
     static_steps: int = 1
 
+    @property
+    def num_videos(self) -> int:
+        return len(self.families) * len(self.seeds) * len(self.tracks) * len(self.step_scales) * len(self.degradations)
+
+
+@dataclass(frozen=True)
+class MotionCase:
+    """One scripted camera move through a synthetic scene: everything that makes its video."""
+
+    family: str
+    seed: int
+    track: str
+    script: str
+    steps: StepSizes
+    fov_deg: float
+    start_pitch_deg: float = 0.0
+
+    def poses(self) -> np.ndarray:
+        """Per-frame camera-to-world poses (the start may be pitched: it moves the horizon)."""
+        start = np.eye(4)
+        start[:3, :3] = camera_rotation(0.0, self.start_pitch_deg)
+        return start[None] @ script_trajectory(parse_script(self.script), self.steps)
+
+    def render(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(frames, K, poses) at ``width`` x ``height``."""
+        from wcbench.scenes.synthetic import build_scene, render_frames
+
+        poses = self.poses()
+        K = intrinsics_from_fov(width, height, self.fov_deg)
+        scene = build_scene(self.seed, poses[:, :3, 3], family=self.family)
+        return render_frames(scene, poses, K, width, height), K, poses
+
 
 @dataclass
 class CalibrationVideo:
-    """A rendered video with the script and true poses that made it."""
+    """A rendered video with the case that made it and its degradation."""
 
     frames: np.ndarray
-    script: str
+    case: MotionCase
     K: np.ndarray
-    fov_deg: float
     poses: np.ndarray
-    track: str
-    seed: int
-    steps: StepSizes
     degradation: str
+
+    @property
+    def script(self) -> str:
+        return self.case.script
 
     def commanded(self) -> list[Action]:
         """Commanded action per transition (index f-1 for the transition into frame f)."""
@@ -110,14 +154,12 @@ _DIAGONAL_MOVES = tuple(Action(forward=f, right=r) for f in (1, -1) for r in (1,
 _DIAGONAL_TURNS = tuple(Action(yaw=y, pitch=p) for y in (1, -1) for p in (1, -1))
 _SINGLE_MOVES = (Action(),) + tuple(Action(forward=s) for s in (1, -1)) + tuple(Action(right=s) for s in (1, -1))
 _SINGLE_TURNS = (Action(),) + tuple(Action(yaw=s) for s in (1, -1)) + tuple(Action(pitch=s) for s in (1, -1))
+_CAR_ACTIONS = (Action(forward=1, yaw=1), Action(forward=1, yaw=-1), Action(forward=1))
 
 
 def diagonal_script(rng: np.random.Generator, num_steps: int, step_deg: float) -> str:
     """Segments of one or two latent steps, each a diagonal move with a single turn (or none)
     or a diagonal turn with a single move (or none); pitch stays within the suites' limit."""
-    from wcbench.actions import script_from_steps
-    from wcbench.suite import PITCH_LIMIT_DEG
-
     steps: list[Action] = []
     pitch = 0.0
     while len(steps) < num_steps:
@@ -134,40 +176,65 @@ def diagonal_script(rng: np.random.Generator, num_steps: int, step_deg: float) -
     return script_from_steps(steps).format()
 
 
-def calibration_script(seed: int, track: str, scale_index: int, spec: CalibrationSpec) -> str:
-    """The deterministic script of one calibration video (``track``: basic, combined or diagonal)."""
-    from wcbench.suite import TRACKS, generate_script
+def car_script(rng: np.random.Generator, num_steps: int) -> str:
+    """A car's drive: forward, mostly while turning left or right, switching every 1-3 steps."""
+    steps: list[Action] = []
+    previous = None
+    while len(steps) < num_steps:
+        count = int(min(rng.integers(1, 4), num_steps - len(steps)))
+        action = _CAR_ACTIONS[rng.integers(len(_CAR_ACTIONS))]
+        if action == previous:
+            continue
+        steps.extend([action] * count)
+        previous = action
+    return script_from_steps(steps).format()
 
-    known = (*TRACKS, "diagonal")
-    if track not in known:
-        raise ValueError(f"unknown calibration track {track!r}; known: {', '.join(known)}")
-    rng = np.random.default_rng([seed, known.index(track), scale_index])
-    step_deg = spec.steps.degrees * spec.step_scales[scale_index]
-    if track == "diagonal":
-        script = diagonal_script(rng, spec.num_steps, step_deg)
+
+def motion_case(family: str, seed: int, track: str, num_steps: int, scale_index: int = 0,
+                spec: CalibrationSpec = CalibrationSpec()) -> MotionCase:
+    """The deterministic case of one (family, seed, track, step scale): its script and camera.
+
+    ``track``: ``basic`` and ``combined`` as the suites make them; ``diagonal`` commands two
+    axes of one kind at once (``w+d``, ``left+up``; without it nothing would bound the
+    secondary-axis ratio from above); ``car`` drives forward at twice the speed while yawing
+    1-3 deg per frame (real driving footage turns like that)."""
+    if track not in CASE_TRACKS:
+        raise ValueError(f"unknown calibration track {track!r}; known: {', '.join(CASE_TRACKS)}")
+    if family == "room":
+        camera = CameraSetup(spec.fov_deg, spec.step_scales[scale_index], 0.0)
     else:
-        script = generate_script(rng, track, spec.num_steps, step_deg)
-    return f"{script}, none-{spec.static_steps}" if spec.static_steps else script
+        camera = camera_setup(family, seed, scale_index)
+    steps = StepSizes(spec.steps.translation * camera.step_scale, spec.steps.degrees * camera.step_scale)
+    rng = np.random.default_rng([seed, CASE_TRACKS.index(track), scale_index])
+    if track == "car":
+        steps = StepSizes(2.0 * steps.translation, float(rng.uniform(1.0, 3.0)))
+        script = car_script(rng, num_steps)
+    elif track == "diagonal":
+        script = diagonal_script(rng, num_steps, steps.degrees)
+    else:
+        script = generate_script(rng, track, num_steps, steps.degrees)
+    if spec.static_steps:
+        script = f"{script}, none-{spec.static_steps}"
+    return MotionCase(family, seed, track, script, steps, camera.fov_deg, camera.start_pitch_deg)
+
+
+def calibration_script(seed: int, track: str, scale_index: int, spec: CalibrationSpec) -> str:
+    """The deterministic script of one room calibration video."""
+    return motion_case("room", seed, track, spec.num_steps, scale_index, spec).script
 
 
 def render_calibration_videos(spec: CalibrationSpec = CalibrationSpec()) -> Iterator[CalibrationVideo]:
-    """Yield calibration videos (renders one scene per seed x track x step scale, then
+    """Yield calibration videos (renders one scene per family x seed x track x step scale, then
     every requested degradation of it)."""
-    from wcbench.scenes.synthetic import build_scene, render_frames
-
     width, height = spec.resolution
-    K = intrinsics_from_fov(width, height, spec.fov_deg)
-    for seed in spec.seeds:
-        for track in spec.tracks:
-            for scale_index, scale in enumerate(spec.step_scales):
-                script = calibration_script(seed, track, scale_index, spec)
-                steps = StepSizes(spec.steps.translation * scale, spec.steps.degrees * scale)
-                poses = script_trajectory(parse_script(script), steps)
-                scene = build_scene(seed, poses[:, :3, 3])
-                clean = render_frames(scene, poses, K, width, height)
-                for kind in spec.degradations:
-                    frames = degrade(clean, kind, seed=seed)
-                    yield CalibrationVideo(frames, script, K, spec.fov_deg, poses, track, seed, steps, kind)
+    for family in spec.families:
+        for seed in spec.seeds:
+            for track in spec.tracks:
+                for scale_index in range(len(spec.step_scales)):
+                    case = motion_case(family, seed, track, spec.num_steps, scale_index, spec)
+                    clean, K, poses = case.render(width, height)
+                    for kind in spec.degradations:
+                        yield CalibrationVideo(degrade(clean, kind, seed=seed), case, K, poses, kind)
 
 
 # ---------------------------------------------------------------- motion per transition
@@ -386,7 +453,8 @@ def calibration_record(estimator, spec: CalibrationSpec, result: CalibrationResu
     """What to store beside the thresholds: how they were chosen."""
     return {
         "estimator_version": str(getattr(estimator, "version", "")),
-        "seeds": list(spec.seeds), "tracks": list(spec.tracks), "num_steps": spec.num_steps,
+        "families": list(spec.families), "seeds": list(spec.seeds), "tracks": list(spec.tracks),
+        "num_steps": spec.num_steps,
         "step_scales": list(spec.step_scales), "steps": [spec.steps.translation, spec.steps.degrees],
         "resolution": list(spec.resolution), "fov_deg": spec.fov_deg, "degradations": list(spec.degradations),
         "transitions": result.num_transitions,
