@@ -20,10 +20,37 @@ import sys
 from hydra.errors import ConfigCompositionException
 from rich.console import Console
 
-from wctrain.config import load_config
+from wctrain.config import SCHEMAS, load_config
 
 __all__ = ["load_config", "main"]
 console = Console(stderr=True)
+
+
+def hydra_value(value: object) -> str:
+    """A default written the way it is given on the command line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(item) for item in value) + "]"
+    return "{}" if value == {} else str(value)
+
+
+def settings_text(config: object) -> str:
+    """Every setting of a config dataclass as ``key=default`` lines, for ``--help``."""
+    from dataclasses import asdict
+
+    def flat(data: dict, prefix: str = "") -> list[str]:
+        lines = []
+        for key, value in data.items():
+            if isinstance(value, dict) and value:
+                lines += flat(value, f"{prefix}{key}.")
+            else:
+                lines.append(f"  {prefix}{key}={hydra_value(value)}")
+        return lines
+
+    return "settings and their defaults:\n" + "\n".join(flat(asdict(config)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                                     "rendered trajectories"),
                        ("train", "post-train a model with clip-level NFT against wcbench's scorers")):
         p = sub.add_parser(name, help=text, description=text + "; every setting with its default and meaning: "
-                           "wctrain/config.py (overrides: wctrain/conf/" + name + ".yaml)")
+                           "wctrain/config.py (overrides: wctrain/conf/" + name + ".yaml)",
+                           epilog=settings_text(SCHEMAS[name]()), formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("overrides", nargs="*", help="hydra-style settings, e.g. rl.steps=20 run_dir=runs/x")
     args = parser.parse_args(argv)
     try:
