@@ -116,9 +116,14 @@ def build_run_rewards(cfg: TrainerConfig, suite: Suite) -> dict[str, Reward]:
 def build_run(cfg: TrainerConfig) -> Run:
     """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite; resumes."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, GradientState
 
     suite = load_suite(cfg.suite)
     rewards = build_run_rewards(cfg, suite)  # bad reward settings fail before the model loads
+    # accelerate keeps its settings process-wide: a second train() in one process (a notebook, the
+    # tests) would otherwise inherit the first one's mixed precision; the process group stays
+    AcceleratorState._reset_state()
+    GradientState._reset_state()
     accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=cfg.mixed_precision,
                               gradient_accumulation_steps=cfg.rl.groups_per_rank,
                               log_with=cfg.log_with or None, project_dir=cfg.run_dir)
