@@ -1,16 +1,18 @@
 """Accuracy and speed of a pose estimator (default: opencv with its shipped thresholds).
 
-Prints, on held-out synthetic scenes (seeds disjoint from the calibration seeds 9000-9005):
-full-label / translation / rotation accuracy per transition for basic and combined scripts
-at 128 and 160 px, under JPEG q30, Gaussian blur sigma 1 and noise sigma 5 at 160 px (other
-sizes: ``--sizes`` and ``--degraded-sizes``); the real clips
-of ../shared/realvid (direction checks per latent window); a static video and a yaw-mirrored
-video scored against their scripts; and frames per second on a 381-frame 480x832 video next
-to the time OpenCV takes only to decode it.
+Prints, on held-out synthetic scenes (seeds 7000+, disjoint from the calibration seeds
+9000-9005), one table per scene family (room, open terrain with sky, street): full-label /
+translation / rotation accuracy per transition for each track (basic, combined, car) at each
+size, clean and under JPEG q30, Gaussian blur sigma 1 and noise sigma 5; a
+leave-one-family-out row per family (thresholds calibrated on the other families' calibration
+scenes, scored on this family's held-out clean videos); how alike the same speed reads
+forward and sideways; the real clips of ../shared/realvid (direction checks per latent
+window); videos that do not follow their script (static, yaw-mirrored, lagging); and frames
+per second on a 381-frame 480x832 video next to the time OpenCV takes only to decode it.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--first-seed 7000] [--steps 12] [--workers 2]
-        [--sizes 128 160] [--degraded-sizes 160 224 256]
-        [--option contrast_sigma=0 ...]   # estimator options, e.g. to measure one step switched off
+    OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--families room terrain street]
+        [--tracks basic combined car] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
+        [--skip synthetic lofo invariance realvid wrong speed] [--option KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -36,14 +38,23 @@ from wcbench.actions import (
     yaw_pitch_deg,
 )
 from wcbench.pose import build_estimator, latent_windows
-from wcbench.pose.calibration import degrade
-from wcbench.scenes.synthetic import build_scene, render_frames
-from wcbench.suite import TRACKS, generate_script
+from wcbench.pose.calibration import (
+    DEGRADATIONS,
+    CalibrationSpec,
+    MotionCase,
+    calibrate,
+    degrade,
+    estimate_video,
+    motion_case,
+    render_calibration_videos,
+)
+from wcbench.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
+from wcbench.suite import generate_script
 from wcbench.video import read_video, write_video
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
-STEPS = StepSizes(0.05, 0.75)
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005
+HELD_OUT = CalibrationSpec(static_steps=0)  # cases as calibration makes them, without the standing-still tail
 
 
 def accuracy(estimate, actions: list[Action], thresholds) -> np.ndarray:
@@ -57,51 +68,109 @@ def accuracy(estimate, actions: list[Action], thresholds) -> np.ndarray:
     return np.array(hits, dtype=bool)
 
 
-def render_case(seed: int, track: str, num_steps: int, size: int,
+def held_out_case(family: str, index: int, track: str, num_steps: int, first_seed: int) -> MotionCase:
+    return motion_case(family, first_seed + index, track, num_steps, 0, HELD_OUT)
+
+
+def render_case(seed: int, track: str, num_steps: int, size: int, family: str = "room",
                 mirror: bool = False) -> tuple[np.ndarray, np.ndarray, list[Action]]:
-    script = parse_script(generate_script(np.random.default_rng([seed, TRACKS.index(track)]), track, num_steps, STEPS.degrees))
-    actions = script.frame_actions()
-    executed = [replace(a, yaw=-a.yaw) for a in actions] if mirror else actions
-    poses = trajectory_from_actions(executed, STEPS)
-    K = intrinsics_from_fov(size, size, 75.0)
-    return render_frames(build_scene(seed, poses[:, :3, 3]), poses, K, size, size), K, actions
+    """A held-out case's frames, intrinsics and commanded per-transition actions; ``mirror``
+    executes every yaw the wrong way round."""
+    case = motion_case(family, seed, track, num_steps, 0, HELD_OUT)
+    if mirror:
+        actions = parse_script(case.script).frame_actions()
+        poses = case.poses()[:1] @ trajectory_from_actions([replace(a, yaw=-a.yaw) for a in actions], case.steps)
+        K = intrinsics_from_fov(size, size, case.fov_deg)
+        scene = build_scene(case.seed, poses[:, :3, 3], family=family)
+        return render_frames(scene, poses, K, size, size), K, actions
+    frames, K, _ = case.render(size, size)
+    return frames, K, parse_script(case.script).frame_actions()
 
 
-def bench_synthetic(estimator, seeds: int, num_steps: int, first_seed: int = HELD_OUT_SEED,
-                    sizes: tuple[int, ...] = (128, 160), degraded_sizes: tuple[int, ...] = (160,)) -> None:
-    """Rows per size x track: clean at every size of ``sizes`` and ``degraded_sizes``, the
-    three degradations too at those of ``degraded_sizes``."""
-    print(f"\n== held-out renders (scenes {first_seed}-{first_seed + seeds - 1} per track, "
-          f"{num_steps} latent steps each) ==")
-    print(f"{'size':>5} {'track':>9} {'variant':>8} {'full':>7} {'transl':>7} {'rotat':>7} {'trans.':>7} {'s/video':>8}")
-    for size in sorted(set(sizes) | set(degraded_sizes)):
-        for track in ("basic", "combined"):
-            videos = [render_case(first_seed + i, track, num_steps, size) for i in range(seeds)]
-            kinds = ("clean", "jpeg", "blur", "noise") if size in degraded_sizes else ("clean",)
-            for kind in kinds:
-                hits, start = [], time.perf_counter()
-                for index, (frames, K, actions) in enumerate(videos):
-                    estimate = estimator.estimate(degrade(frames, kind, seed=index), K=K)
-                    hits.append(accuracy(estimate, actions, estimator.thresholds))
-                elapsed = (time.perf_counter() - start) / len(videos)
-                mean = np.concatenate(hits).mean(axis=0)
-                print(f"{size:>5} {track:>9} {kind:>8} {mean[0]:>7.4f} {mean[1]:>7.4f} {mean[2]:>7.4f} "
-                      f"{sum(len(h) for h in hits):>7} {elapsed:>8.2f}")
+def bench_synthetic(estimator, args) -> dict:
+    """One table per family; returns the clean estimates at the first size per family (for the
+    leave-one-family-out rows): family -> list of (estimate, actions)."""
+    clean_estimates: dict[str, list] = {}
+    for family in args.families:
+        print(f"\n== {family}: held-out renders (seeds {args.first_seed}-{args.first_seed + args.seeds - 1} per "
+              f"track, {args.steps} latent steps each) ==")
+        print(f"{'size':>5} {'track':>9} {'variant':>8} {'full':>7} {'transl':>7} {'rotat':>7} {'trans.':>7} {'s/video':>8}")
+        for size in args.sizes:
+            for track in args.tracks:
+                videos = [render_case(args.first_seed + i, track, args.steps, size, family) for i in range(args.seeds)]
+                for kind in DEGRADATIONS:
+                    hits, start = [], time.perf_counter()
+                    for index, (frames, K, actions) in enumerate(videos):
+                        estimate = estimator.estimate(degrade(frames, kind, seed=index), K=K)
+                        hits.append(accuracy(estimate, actions, estimator.thresholds))
+                        if kind == "clean" and size == args.sizes[0]:
+                            clean_estimates.setdefault(family, []).append((estimate, actions))
+                    elapsed = (time.perf_counter() - start) / len(videos)
+                    mean = np.concatenate(hits).mean(axis=0)
+                    print(f"{size:>5} {track:>9} {kind:>8} {mean[0]:>7.4f} {mean[1]:>7.4f} {mean[2]:>7.4f} "
+                          f"{sum(len(h) for h in hits):>7} {elapsed:>8.2f}", flush=True)
+    return clean_estimates
 
 
-def bench_wrong_videos(estimator, seeds: int, num_steps: int) -> None:
-    print("\n== videos that do not follow their script (160 px, combined track) ==")
-    static_hits, mirror_hits, exact_hits = [], [], []
-    for i in range(seeds):
-        frames, K, actions = render_case(HELD_OUT_SEED + i, "combined", num_steps, 160)
-        still = np.repeat(frames[:1], len(frames), axis=0)
-        static_hits.append(accuracy(estimator.estimate(still, K=K), actions, estimator.thresholds))
-        exact_hits.append(accuracy(estimator.estimate(frames, K=K), actions, estimator.thresholds))
-        mirrored, K, _ = render_case(HELD_OUT_SEED + i, "combined", num_steps, 160, mirror=True)
-        mirror_hits.append(accuracy(estimator.estimate(mirrored, K=K), actions, estimator.thresholds))
-    for name, hits in (("exact", exact_hits), ("static", static_hits), ("yaw-mirrored", mirror_hits)):
-        full, trans, rot = np.concatenate(hits).mean(axis=0)
-        print(f"{name:>13}: full {full:.4f}  translation {trans:.4f}  rotation {rot:.4f}")
+def bench_leave_one_family_out(estimator, clean_estimates: dict, args) -> None:
+    """Thresholds calibrated without a family (clean calibration videos of the others), scored
+    on that family's held-out clean videos at the first size."""
+    print(f"\n== leave one family out (calibrated on the other families' seeds {args.calibration_first}-"
+          f"{args.calibration_first + args.calibration_seeds - 1}, clean, {args.sizes[0]} px) ==")
+    spec = CalibrationSpec(seeds=tuple(range(args.calibration_first, args.calibration_first + args.calibration_seeds)),
+                           resolution=(args.sizes[0], args.sizes[0]), degradations=("clean",))
+    per_family: dict[str, tuple[list, list]] = {}
+    for video in render_calibration_videos(spec):
+        estimates, scripts = per_family.setdefault(video.case.family, ([], []))
+        estimates.append(estimate_video(estimator, video))
+        scripts.append(video.script)
+    print(f"{'left out':>9} {'translation':>12} {'rotation':>9} {'full':>7} {'transl':>7} {'rotat':>7}")
+    for family in args.families:
+        others = [f for f in SCENE_FAMILIES if f != family and f in per_family]
+        thresholds = calibrate([e for f in others for e in per_family[f][0]],
+                               [s for f in others for s in per_family[f][1]]).thresholds
+        hits = np.concatenate([accuracy(estimate, actions, thresholds) for estimate, actions in clean_estimates[family]])
+        mean = hits.mean(axis=0)
+        print(f"{family:>9} {thresholds.translation:>12.5f} {thresholds.rotation_deg:>9.3f} "
+              f"{mean[0]:>7.4f} {mean[1]:>7.4f} {mean[2]:>7.4f}")
+
+
+def bench_invariance(estimator, args) -> None:
+    """Translation length read per unit of commanded speed, forward/backward against sideways,
+    on basic-track windows (the same speed should read alike)."""
+    print(f"\n== the same speed forward and sideways ({args.sizes[0]} px, clean, basic track) ==")
+    print(f"{'family':>9} {'fwd/bwd':>9} {'sideways':>9} {'ratio':>6}   (window translation length / commanded step)")
+    size = args.sizes[0]
+    for family in args.families:
+        reads: dict[str, list[float]] = {"along": [], "side": []}
+        for i in range(args.seeds):
+            case = held_out_case(family, i, "basic", args.steps, args.first_seed)
+            frames, K, _ = case.render(size, size)
+            poses = estimator.estimate(frames, K=K).poses
+            for (first, last), action in zip(latent_windows(len(frames)), parse_script(case.script).step_actions()):
+                if action.is_translation:
+                    length = np.linalg.norm(relative_pose(poses[first], poses[last])[:3, 3]) / (last - first)
+                    reads["along" if action.forward else "side"].append(length / case.steps.translation)
+        along, side = np.median(reads["along"]), np.median(reads["side"])
+        print(f"{family:>9} {along:>9.4f} {side:>9.4f} {along / side:>6.2f}")
+
+
+def bench_wrong_videos(estimator, args) -> None:
+    size = args.sizes[0]
+    print(f"\n== videos that do not follow their script ({size} px, combined track) ==")
+    print(f"{'family':>9} {'video':>13} {'full':>7} {'transl':>7} {'rotat':>7}")
+    for family in args.families:
+        rows: dict[str, list] = {"exact": [], "static": [], "yaw-mirrored": [], "lagging": []}
+        for i in range(args.seeds):
+            frames, K, actions = render_case(args.first_seed + i, "combined", args.steps, size, family)
+            still = np.repeat(frames[:1], len(frames), axis=0)
+            lagging = np.concatenate([np.repeat(frames[:1], 8, axis=0), frames[:-8]])  # two latent steps late
+            mirrored, _, _ = render_case(args.first_seed + i, "combined", args.steps, size, family, mirror=True)
+            for name, video in (("exact", frames), ("static", still), ("yaw-mirrored", mirrored), ("lagging", lagging)):
+                rows[name].append(accuracy(estimator.estimate(video, K=K), actions, estimator.thresholds))
+        for name, hits in rows.items():
+            full, trans, rot = np.concatenate(hits).mean(axis=0)
+            print(f"{family:>9} {name:>13} {full:>7.4f} {trans:>7.4f} {rot:>7.4f}")
 
 
 def bench_realvid(estimator) -> None:
@@ -130,10 +199,11 @@ def bench_realvid(estimator) -> None:
               f"rot {transition_hits[2]:.3f}")
 
 
-def bench_speed(name: str, workers: list[int]) -> None:
+def bench_speed(name: str, workers: list[int], options: dict) -> None:
     print("\n== speed: 381 frames, 480x832 (rendered at 120x208, upscaled) ==")
-    script = parse_script(generate_script(np.random.default_rng(5), "combined", 95, STEPS.degrees))
-    poses = trajectory_from_actions(script.frame_actions(), STEPS)
+    steps = StepSizes(0.05, 0.75)
+    script = parse_script(generate_script(np.random.default_rng(5), "combined", 95, steps.degrees))
+    poses = trajectory_from_actions(script.frame_actions(), steps)
     K_small = intrinsics_from_fov(208, 120, 75.0)
     small = render_frames(build_scene(HELD_OUT_SEED, poses[:, :3, 3]), poses, K_small, 208, 120)
     frames = np.stack([cv2.resize(f, (832, 480), interpolation=cv2.INTER_CUBIC) for f in small])
@@ -145,7 +215,7 @@ def bench_speed(name: str, workers: list[int]) -> None:
         decode_s = time.perf_counter() - start
     print(f"decode (read_video, FFV1): {decode_s:.2f} s = {len(decoded) / decode_s:.0f} frames/s")
     for count in workers:
-        estimator = build_estimator(name, num_workers=count)
+        estimator = build_estimator(name, num_workers=count, **options)
         start = time.perf_counter()
         estimator.estimate(decoded, fov_deg=75.0)
         seconds = time.perf_counter() - start
@@ -156,32 +226,40 @@ def bench_speed(name: str, workers: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--estimator", default="opencv")
-    parser.add_argument("--seeds", type=int, default=12, help="held-out scenes per track")
+    parser.add_argument("--seeds", type=int, default=12, help="held-out scenes per family and track")
     parser.add_argument("--first-seed", type=int, default=HELD_OUT_SEED,
-                        help="first scene seed of the synthetic rows (keep clear of calibration's 9000+)")
+                        help="first held-out scene seed (keep clear of calibration's 9000+)")
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
-    parser.add_argument("--sizes", type=int, nargs="*", default=[128, 160], help="square render sizes, clean rows")
-    parser.add_argument("--degraded-sizes", type=int, nargs="*", default=[160],
-                        help="square render sizes with JPEG, blur and noise rows beside the clean one")
+    parser.add_argument("--families", nargs="+", default=list(SCENE_FAMILIES), choices=SCENE_FAMILIES)
+    parser.add_argument("--tracks", nargs="+", default=["basic", "combined", "car"],
+                        choices=["basic", "combined", "car", "diagonal"])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[160, 256],
+                        help="square render sizes; every size gets the clean and the three degraded rows")
+    parser.add_argument("--calibration-seeds", type=int, default=6, help="calibration scenes per family (LOFO rows)")
+    parser.add_argument("--calibration-first", type=int, default=9000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--skip", nargs="*", default=[], choices=["synthetic", "wrong", "realvid", "speed"])
-    parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="numeric estimator options (speed runs use the defaults)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["synthetic", "lofo", "invariance", "realvid", "wrong", "speed"])
+    parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE", help="numeric estimator options")
     args = parser.parse_args()
     # integer options (window and block sizes in pixels) must reach OpenCV as ints
     options = {key: int(value) if value.lstrip("-").isdigit() else float(value)
                for key, value in (item.split("=", 1) for item in args.option)}
     estimator = build_estimator(args.estimator, **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
+    clean_estimates = {}
     if "synthetic" not in args.skip:
-        bench_synthetic(estimator, args.seeds, args.steps, args.first_seed, tuple(args.sizes),
-                        tuple(args.degraded_sizes))
-    if "wrong" not in args.skip:
-        bench_wrong_videos(estimator, args.seeds, args.steps)
+        clean_estimates = bench_synthetic(estimator, args)
+    if "lofo" not in args.skip and clean_estimates:
+        bench_leave_one_family_out(estimator, clean_estimates, args)
+    if "invariance" not in args.skip:
+        bench_invariance(estimator, args)
     if "realvid" not in args.skip:
         bench_realvid(estimator)
+    if "wrong" not in args.skip:
+        bench_wrong_videos(estimator, args)
     if "speed" not in args.skip:
-        bench_speed(args.estimator, args.workers)
+        bench_speed(args.estimator, args.workers, options)
 
 
 if __name__ == "__main__":

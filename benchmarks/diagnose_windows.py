@@ -1,8 +1,9 @@
 """Why the estimator reads a render wrong, window by window: short of data, or short of fit?
 
-    OMP_NUM_THREADS=1 python benchmarks/diagnose_windows.py [--seed 8008] [--degrade jpeg] [--size 160]
+    OMP_NUM_THREADS=1 python benchmarks/diagnose_windows.py [--seed 8008] [--family room] [--track combined]
+        [--degrade jpeg] [--size 160]
 
-Renders one held-out combined-track scene (as ``bench_estimator.py`` does), degrades it and,
+Renders one held-out case (as ``bench_estimator.py`` does), degrades it and,
 for every latent window, prints the commanded label, whether the estimate was right, the
 tracks kept, the median epipolar (Sampson) error of those tracks at the *true* motion, and
 the robust 4-DoF cost of the motion the estimator found against that of the true motion
@@ -22,18 +23,21 @@ from dataclasses import replace
 
 import numpy as np
 
-from bench_estimator import STEPS, accuracy, render_case
-from wcbench.actions import label_name, relative_pose, trajectory_from_actions
+from bench_estimator import HELD_OUT, accuracy
+from wcbench.actions import label_name, parse_script, relative_pose
 from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
-from wcbench.pose.calibration import DEGRADATIONS, degrade
+from wcbench.pose.calibration import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
+from wcbench.scenes.synthetic import SCENE_FAMILIES
 from wcbench.pose.opencv import _even_subset, prepare_gray, scale_intrinsics, working_size
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=8008, help="scene seed (held-out seeds are 7000+)")
+    parser.add_argument("--family", default="room", choices=SCENE_FAMILIES)
+    parser.add_argument("--track", default="combined", choices=CASE_TRACKS)
     parser.add_argument("--degrade", default="jpeg", choices=DEGRADATIONS)
     parser.add_argument("--size", type=int, default=160)
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
@@ -43,10 +47,11 @@ def main() -> None:
 
     estimator = build_estimator("opencv")
     config = estimator.config
-    frames, K, actions = render_case(args.seed, "combined", args.steps, args.size)
+    case = motion_case(args.family, args.seed, args.track, args.steps, 0, HELD_OUT)
+    frames, K, truth = case.render(args.size, args.size)
+    actions = parse_script(case.script).frame_actions()
     frames = degrade(frames, args.degrade, seed=args.seed % 1000)
     hits = accuracy(estimator.estimate(frames, K=K), actions, estimator.thresholds)[:, 0]
-    truth = trajectory_from_actions(actions, STEPS)
 
     height, width = frames.shape[1:3]
     size = working_size(width, height, config.max_side, config.min_height)
@@ -57,7 +62,7 @@ def main() -> None:
     windows = latent_windows(len(frames))
     matches = [estimator._correspondences(grays[first:last + 1], K_work) for first, last in windows]
     gate = estimator.moving_gate(matches)
-    print(f"scene {args.seed}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
+    print(f"{args.family} scene {args.seed}, {args.track}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
     print(f"{'window':>6} {'commanded':<24} {'hit':>4} {'tracks':>6} {'moving':>6} {'err@truth px':>12} "
           f"{'cost found':>10} {'cost truth':>10}" + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit is not None else ""))
     for index, ((first, last), match) in enumerate(zip(windows, matches)):

@@ -1,7 +1,8 @@
 """A world model wrapped for wcbench in about 20 lines: `wcbench run --model examples.my_model:PanZoomModel`.
 
 This toy "model" fakes camera motion on the start image: yaw pans, pitch tilts, w/s zooms.
-Replace the body of `step` with your own generator; keep the signatures.
+Replace the body of `step` with your own generator; keep the signatures (README, "Wrap your
+own world model", lists the types of `image`, `info` and `actions`).
 """
 
 import cv2
@@ -9,7 +10,7 @@ import numpy as np
 
 
 class PanZoomModel:
-    name, frames_per_clip, resolution, fps = "pan-zoom", 16, None, 16
+    name, fps = "pan-zoom", 16
 
     def __init__(self, pixels_per_degree: float = 2.0):
         self.pixels_per_degree = pixels_per_degree

@@ -72,12 +72,57 @@ def test_wrong_frame_count_is_an_error():
         score_following(np.repeat(np.eye(4)[None], 12, axis=0), script, TH)
 
 
-def test_compat_mode_takes_best_threshold():
-    """A slow forward motion passes one of the compat thresholds; the strict default one misses it."""
+def test_compat_mode_reads_motion_the_default_threshold_misses():
+    """0.005 per frame forward passes the lowest compat threshold; the default one (0.02) misses it."""
     script = parse_script("w-3")
-    poses = script_trajectory(script, StepSizes(0.001, 0.75))  # 0.004 per chunk
+    poses = script_trajectory(script, StepSizes(0.005, 0.75))
     assert score_following(poses, script, TH).if_acc == 0.0
-    compat = score_following(poses, script, TH, mode="worldcompass-compat")
-    assert compat.if_acc == 1.0
+    assert score_following(poses, script, TH, mode="worldcompass-compat").if_acc == 1.0
     with pytest.raises(ValueError, match="unknown scoring mode"):
         score_following(poses, script, TH, mode="best")
+
+
+def _per_frame_poses(script: str, translation: float, degrees: float) -> tuple[np.ndarray, object]:
+    parsed = parse_script(script)
+    return script_trajectory(parsed, StepSizes(translation, degrees)), parsed
+
+
+@pytest.mark.parametrize("translation, expected", [(0.0015, 0.0), (0.003, 1.0)])
+def test_compat_labels_every_transition_against_strict_thresholds(translation, expected):
+    """0.0015 per frame is under every compat threshold, 0.003 over the lowest one (units: the
+    estimator's translation per frame; here the true poses')."""
+    poses, script = _per_frame_poses("w-3", translation, 0.75)
+    result = score_following(poses, script, TH, mode="worldcompass-compat")
+    assert result.if_acc == expected and result.if_trans_acc == expected and result.if_rot_acc == 1.0
+
+
+@pytest.mark.parametrize("degrees, expected", [(0.1, 0.0), (0.3, 1.0)])
+def test_compat_rotation_is_0_2_degrees_per_frame(degrees, expected):
+    poses, script = _per_frame_poses("left-3", 0.05, degrees)
+    result = score_following(poses, script, TH, mode="worldcompass-compat")
+    assert result.if_acc == expected and result.if_rot_acc == expected and result.if_trans_acc == 1.0
+
+
+def test_compat_takes_the_best_threshold_per_chunk_and_averages_chunks():
+    """Chunk 1 moves 0.004 per frame (right at 0.002 only), chunk 2 0.02 (right at all three),
+    chunk 3 stands still (right at all): every chunk scores 1 at its best threshold. The
+    fine_action reward is the mean of translation and rotation accuracy per chunk."""
+    script = parse_script("w-2, none-1")
+    steps = [0.004] * 4 + [0.02] * 4 + [0.0] * 4
+    poses = [np.eye(4)]
+    for step in steps:
+        move = np.eye(4)
+        move[2, 3] = step
+        poses.append(poses[-1] @ move)
+    result = score_following(np.stack(poses), script, TH, mode="worldcompass-compat")
+    assert result.if_acc == 1.0
+    np.testing.assert_array_equal(result.step_accuracy("mean"), [1.0, 1.0, 1.0])
+    # a chunk half of whose transitions pass only the highest threshold scores its best, 0.5
+    poses = [np.eye(4)]
+    for step in [0.001, 0.001, 0.02, 0.02] + [0.02] * 4 + [0.0] * 4:
+        move = np.eye(4)
+        move[2, 3] = step
+        poses.append(poses[-1] @ move)
+    result = score_following(np.stack(poses), script, TH, mode="worldcompass-compat")
+    np.testing.assert_array_equal(result.step_accuracy(), [0.5, 1.0, 1.0])
+    assert result.if_acc == pytest.approx(2.5 / 3)  # the mean over chunks, not over clips

@@ -25,3 +25,38 @@ def test_help_explains_every_command():
         assert command in text
     out = subprocess.run([sys.executable, "-m", "wcbench", "run", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "resume" in out.stdout.lower()
+
+
+_WITHOUT_TORCH = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Absent(MetaPathFinder):  # as on a core install: no torch, accelerate or diffusers
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "accelerate", "diffusers"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Absent())
+from wcbench.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_core_install_runs_without_torch(tmp_path):
+    """Core dependencies hold no torch; scoring, export and a one-process run need none."""
+    core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not [d for d in core if d.split(">")[0].split("=")[0] in ("torch", "accelerate", "diffusers")]
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
+
+    def wcbench(*argv):
+        return subprocess.run([sys.executable, "-c", _WITHOUT_TORCH, *argv], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=600)
+
+    listed = wcbench("models")
+    assert listed.returncode == 0 and "tinywm" in listed.stdout.split()  # listed, imported only when built
+    run = wcbench("run", "--suite", str(suite), "--model", "oracle", "--out", "run", "--limit", "1", "estimator=gt")
+    assert run.returncode == 0, run.stderr[-2000:]
+    tinywm = wcbench("run", "--suite", str(suite), "--model", "tinywm", "--out", "run2")
+    assert tinywm.returncode == 2 and "pip install -e '.[train]'" in tinywm.stderr.replace("\n", " ")
+    assert wcbench("export", "--suite", str(suite), "--out", "export", "--format", "matrix-game").returncode == 0

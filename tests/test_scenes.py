@@ -39,7 +39,7 @@ def test_camera_motion_changes_the_picture_and_objects_stay_clear():
 
 
 def _info(scene, poses):
-    return CaseInfo("c", SCRIPT.num_frames, (64, 48), K, 75.0, 4, STEPS, scene, poses)
+    return CaseInfo("c", SCRIPT, poses, K, 75.0, (64, 48), 4, STEPS, scene=scene)
 
 
 def _generate(spec, scene, poses, seed=0):

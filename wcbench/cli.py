@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -89,11 +90,42 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
 
 # ---------------------------------------------------------------- commands
 
-def cmd_run(args: argparse.Namespace) -> int:
-    import torch
-    from accelerate import Accelerator
+class _SingleProcess:
+    """What cmd_run needs of an Accelerator, for installs without accelerate (one CPU process)."""
+
+    is_main_process, process_index, num_processes, device = True, 0, 1, "cpu"
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+
+def _launcher(device: str) -> Any:
+    """An accelerate Accelerator (one per process under ``accelerate launch``), or one CPU process."""
+    try:
+        import torch
+        from accelerate import Accelerator
+    except ImportError:
+        if device == "cuda":
+            raise UsageError("device=cuda needs torch and accelerate: pip install -e '.[train]'") from None
+        return _SingleProcess()
+    return Accelerator(cpu=device == "cpu" or not torch.cuda.is_available())
+
+
+def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
+    """Model options from ``model_options.KEY=...`` settings and ``--model-args k=v,...`` (not both for one key)."""
     from omegaconf import OmegaConf
 
+    from wcbench.models.plugin import parse_model_args
+
+    options = OmegaConf.to_container(cfg.model_options)
+    extra = parse_model_args(model_args) if model_args else {}
+    twice = sorted(set(options) & set(extra))
+    if twice:
+        raise UsageError(f"model option(s) {twice} given both in --model-args and as model_options settings")
+    return {**options, **extra}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.models.base import build_model
     from wcbench.runner import RunConfig, interactivity, run_header, run_suite
     from wcbench.suite import load_suite
@@ -104,11 +136,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         suite = replace(suite, cases=suite.cases[:args.limit])
-    accelerator = Accelerator(cpu=cfg.device == "cpu" or not torch.cuda.is_available())
-    options = OmegaConf.to_container(cfg.model_options)
+    accelerator = _launcher(cfg.device)
+    options = model_options(cfg, args.model_args)
     run = RunConfig(model=args.model, model_options=options, seed=cfg.seed)
     scorers = build_scorers(cfg)
-    model = build_model(args.model, **options)
+    model = build_model(args.model, include_paths=args.include_path or (), **options)
     out_dir = Path(args.out)
     if accelerator.is_main_process:
         console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(suite.cases)} cases, "
@@ -118,10 +150,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if progress:
         with progress:
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
-                      world_size=accelerator.num_processes, progress=progress)
+                      world_size=accelerator.num_processes, progress=progress, device=str(accelerator.device))
     else:
         run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
-                  world_size=accelerator.num_processes)
+                  world_size=accelerator.num_processes, device=str(accelerator.device))
     accelerator.wait_for_everyone()
     if not accelerator.is_main_process:
         return 0
@@ -183,7 +215,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     with progress_bar() as progress:
         task = progress.add_task("exporting", total=len(suite.cases))
-        manifest = export_suite(suite, args.out, on_case=lambda case: progress.advance(task))
+        manifest = export_suite(suite, args.out, on_case=lambda case: progress.advance(task),
+                                formats=args.format or ["worldplay"])
     console.print(f"exported {len(suite.cases)} cases; put each generated video at videos/<id>.mp4 under "
                   f"{args.out} and run:  wcbench score --manifest {manifest} --out <results dir>")
     return 0
@@ -238,6 +271,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
+    from wcbench.controls import FORMATS
+
     parser = argparse.ArgumentParser(prog="wcbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -250,7 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "`accelerate launch --multi_gpu --num_processes N -m wcbench run ...`.")
     p.add_argument("--suite", default="wc-mini", help="suite name (see `wcbench suites`) or YAML path [wc-mini]")
     p.add_argument("--model", default="oracle",
-                   help="registered name (see `wcbench models`), videos:DIR, or package.module:Factory [oracle]")
+                   help="registered name (see `wcbench models`), videos:DIR, or MODULE:FACTORY, e.g. "
+                        "examples.my_model:PanZoomModel (imported from the current folder or --include-path) [oracle]")
+    p.add_argument("--model-args", metavar="K=V,...",
+                   help="options for the model's factory, e.g. weights=/ckpt/mg2,mouse_value=0.1 "
+                        "(values read as numbers, true/false, null or text)")
+    p.add_argument("--include-path", action="append", metavar="DIR",
+                   help="a folder to import MODULE:FACTORY (and loaders) from, repeatable")
     p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
     p.add_argument("--limit", type=int, default=0, help="run only the first N cases (smoke tests)")
     p.add_argument("overrides", nargs="*", help=settings_help)
@@ -268,9 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results_dir")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("export", help="write start images, prompts, scripts and WorldPlay poses for a suite")
+    p = sub.add_parser("export", help="write start images, prompts, scripts and native controls for a suite",
+                       description="Write per case start.png, prompt.txt, script.txt, labels.json and the script in "
+                                   "each --format, plus manifest.csv for `wcbench score` (units: docs/models.md).")
     p.add_argument("--suite", default="wc-mini")
     p.add_argument("--out", required=True)
+    p.add_argument("--format", action="append", choices=FORMATS,
+                   help="native controls to write, repeatable: worldplay (pose.json, the default), matrix-game "
+                        "(matrix_game.json: per-frame keyboard + mouse arrays), text-actions (text_actions.json: "
+                        "Yume/GameCraft-style key and camera strings with action sentences)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("calibrate", help="choose an estimator's thresholds on renders with known motion")
@@ -316,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, FileNotFoundError, ValueError, RuntimeError) as err:
         if os.environ.get("WCBENCH_DEBUG"):
             raise
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(str(err))}")  # escape: messages hold [brackets]
         console.print("[dim](set WCBENCH_DEBUG=1 for the full traceback)[/dim]")
         return 2
 

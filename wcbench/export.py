@@ -2,10 +2,13 @@
 pipeline, and a manifest to score them with ``wcbench score`` afterwards.
 
 Per case ``DIR/<id>/``: ``start.png``, ``prompt.txt``, ``script.txt``, ``labels.json``
-(the commanded label of every frame transition) and ``pose.json`` (WorldPlay format, one
-entry per latent). Each case folder is built under a temporary name and renamed when
-complete, and ``manifest.csv`` is written last, so an interrupted export leaves nothing
-that looks finished.
+(the commanded label of every frame transition) and the script in each requested native
+control format (:mod:`wcbench.controls`): ``pose.json`` (WorldPlay, one entry per latent,
+the default), ``matrix_game.json`` (per-frame keyboard and mouse arrays) and
+``text_actions.json`` (key/camera strings and action sentences). Each case folder is built
+under a temporary name and renamed when complete, a format asked for later is added to the
+finished folders, and ``manifest.csv`` is written last, so an interrupted export leaves
+nothing that looks finished.
 """
 
 from __future__ import annotations
@@ -15,21 +18,34 @@ import io
 import json
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import cv2
 
-from wcbench.actions import label_name, to_worldplay_json
+from wcbench import controls
+from wcbench.actions import intrinsics_from_fov, label_name, script_trajectory
 from wcbench.scenes import case_world
 from wcbench.scoring.following import commanded_labels
-from wcbench.storage import write_text
+from wcbench.storage import write_json, write_text
 from wcbench.suite import Case, Suite
 
 
-def export_case(suite: Suite, case: Case, out_dir: Path) -> Path:
+def write_controls(suite: Suite, case: Case, folder: Path, formats: Sequence[str]) -> None:
+    """Write the case's script in each format of ``formats`` that ``folder`` lacks."""
+    script = case.parsed()
+    poses = script_trajectory(script, suite.steps)
+    K = intrinsics_from_fov(suite.width, suite.height, suite.fov_deg)
+    for fmt in formats:
+        path = folder / controls.FORMAT_FILES[fmt]
+        if not path.exists():
+            write_json(path, controls.encode(script, fmt, poses, K))
+
+
+def export_case(suite: Suite, case: Case, out_dir: Path, formats: Sequence[str] = ("worldplay",)) -> Path:
     """Write one case folder atomically (build under a temporary name, then rename)."""
     final = out_dir / case.id
     if final.exists():
+        write_controls(suite, case, final, formats)
         return final
     staging = out_dir / f".{case.id}.partial"
     if staging.exists():
@@ -45,18 +61,22 @@ def export_case(suite: Suite, case: Case, out_dir: Path) -> Path:
         "num_frames": script.num_frames,
         "note": "entry f-1 is the commanded label of the transition from frame f-1 to frame f",
         "labels": labels, "names": [label_name(x) for x in labels]}))
-    (staging / "pose.json").write_text(json.dumps(to_worldplay_json(world.poses, world.K), indent=1))
+    write_controls(suite, case, staging, formats)
     staging.rename(final)
     return final
 
 
-def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], None] | None = None) -> Path:
+def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], None] | None = None,
+                 formats: Sequence[str] = ("worldplay",)) -> Path:
     """Export every case, then write ``manifest.csv`` pointing at ``videos/<id>.mp4``."""
+    unknown = sorted(set(formats) - set(controls.FORMATS))
+    if unknown:
+        raise ValueError(f"unknown export format(s) {unknown}; known: {', '.join(controls.FORMATS)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for case in suite.cases:
-        export_case(suite, case, out_dir)
+        export_case(suite, case, out_dir, formats)
         rows.append({"id": case.id, "video": f"videos/{case.id}.mp4", "actions": case.script,
                      "prompt": (out_dir / case.id / "prompt.txt").read_text().strip(), "fov_deg": suite.fov_deg,
                      "step_translation": suite.step_translation, "step_degrees": suite.step_degrees,

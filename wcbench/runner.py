@@ -24,6 +24,7 @@ import numpy as np
 import wcbench
 from wcbench.actions import clip_step_ranges
 from wcbench.models.base import CaseInfo, WorldModel
+from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
 from wcbench.scoring.case import Scorers, score_frames, sha256_file
 from wcbench.storage import read_json, write_json
@@ -52,6 +53,15 @@ class RunConfig:
         return int.from_bytes(digest[:4], "little")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where this process runs; models read it from CaseInfo. Not part of the config hash."""
+
+    device: str = "cpu"
+    rank: int = 0
+    world_size: int = 1
+
+
 def config_hash(run: RunConfig, scorers: Scorers) -> str:
     payload = {"model": run.model, "model_options": run.model_options, "seed": run.seed, **scorers.header()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -78,19 +88,16 @@ def check_out_dir(out_dir: Path, header: dict) -> None:
 
 
 def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, case_id: str, clip: int) -> np.ndarray:
-    where = f"case {case_id}, clip {clip}"
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3:
-        raise ModelOutputError(f"{where}: expected frames shaped (T, H, W, 3), got {frames.shape}")
+    where = f"case {case_id}, " + (f"clip {clip}" if clip >= 0 else "reset")
+    try:
+        frames = to_video(frames)
+    except FrameError as err:
+        raise ModelOutputError(f"{where}: {err}") from err
     if len(frames) != expected:
         raise ModelOutputError(f"{where}: expected {expected} frames (4 per latent step), got {len(frames)}")
     if shape is not None and frames.shape[1:3] != shape:
         raise ModelOutputError(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, "
                                f"the video so far is {shape[1]}x{shape[0]}")
-    if frames.dtype != np.uint8:
-        if np.issubdtype(frames.dtype, np.floating) and not np.isfinite(frames).all():
-            raise ModelOutputError(f"{where}: frames contain NaN or infinity")
-        raise ModelOutputError(f"{where}: frames must be uint8 RGB in 0..255, got {frames.dtype}")
     return frames
 
 
@@ -104,20 +111,23 @@ def _peak_memory_mb() -> float:
 
 
 def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
-                  on_clip: Callable[[], None] | None = None) -> tuple[np.ndarray, dict, Any]:
+                  on_clip: Callable[[], None] | None = None,
+                  placement: Placement = Placement()) -> tuple[np.ndarray, dict, Any]:
     """Drive the model through one case; returns frames, timing and the case's world."""
     world = case_world(suite, case)
     script = case.parsed()
-    info = CaseInfo(case.id, case.num_frames, suite.resolution, world.K, suite.fov_deg,
-                    suite.latents_per_clip, suite.steps, world.scene, world.poses)
+    info = CaseInfo(id=case.id, script=script, commanded_poses=world.poses, K=world.K, fov_deg=suite.fov_deg,
+                    resolution=suite.resolution, latents_per_clip=suite.latents_per_clip, steps=suite.steps,
+                    device=placement.device, rank=placement.rank, world_size=placement.world_size,
+                    scene=world.scene)
     image = world.image
-    if model.resolution is not None and tuple(model.resolution) != suite.resolution:
+    resolution = getattr(model, "resolution", None)
+    if resolution is not None and tuple(resolution) != suite.resolution:
         import cv2
 
-        image = cv2.resize(image, tuple(model.resolution), interpolation=cv2.INTER_AREA)
+        image = cv2.resize(image, tuple(resolution), interpolation=cv2.INTER_AREA)
     started = time.perf_counter()
-    first = np.asarray(model.reset(image, world.prompt, seed, info))
-    frames = [_check_frames(first[None], 1, None, case.id, -1)]
+    frames = [_check_frames(model.reset(image, world.prompt, seed, info), 1, None, case.id, -1)]
     shape = frames[0].shape[1:3]
     steps = script.step_actions()
     latencies = []
@@ -136,7 +146,7 @@ def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
 
 
 def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
-             on_clip: Callable[[], None] | None = None) -> dict:
+             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> dict:
     """Generate, store and score one case; a model failure gives a failed record, not an exception."""
     record: dict[str, Any] = {"id": case.id, "track": case.track, "horizon": case.horizon, "status": "failed",
                               "error": None, "script": case.script, "prompt": case.prompt,
@@ -144,7 +154,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
                               "fov_deg": suite.fov_deg, "if_acc": None, "if_trans_acc": None,
                               "if_rot_acc": None, "vq": None, "vq_raw": None, "per_clip": []}
     try:
-        video, timing, world = generate_case(model, suite, case, run.case_seed(case.id), on_clip)
+        video, timing, world = generate_case(model, suite, case, run.case_seed(case.id), on_clip, placement)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as err:  # noqa: BLE001 - any model failure fails this case only
@@ -180,12 +190,13 @@ def shard(cases: tuple[Case, ...], rank: int, world_size: int) -> list[Case]:
 
 
 def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers, out_dir: Path, *,
-              rank: int = 0, world_size: int = 1, progress: Any = None) -> list[dict]:
+              rank: int = 0, world_size: int = 1, progress: Any = None, device: str = "cpu") -> list[dict]:
     """Run this rank's share of the suite into ``out_dir``; returns the records it wrote.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted
-    run) are skipped, so a rerun finishes the rest.
+    run) are skipped, so a rerun finishes the rest. ``device`` reaches the model in CaseInfo.
     """
+    placement = Placement(device, rank, world_size)
     header = run_header(suite, run, scorers)
     check_out_dir(out_dir, header)
     if rank == 0 and not (out_dir / "run.json").exists():
@@ -199,7 +210,7 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
         if progress:
             progress.update(case_task, description=f"case {case.id}")
         record = run_case(model, suite, case, run, scorers, out_dir,
-                          on_clip=(lambda: progress.advance(clip_task)) if progress else None)
+                          on_clip=(lambda: progress.advance(clip_task)) if progress else None, placement=placement)
         write_json(out_dir / "cases" / f"{case.id}.json", record)
         records.append(record)
         if progress:

@@ -95,12 +95,16 @@ class Suite:
         return self.resolution[1]
 
     def content_hash(self) -> str:
-        """sha256 over everything that affects scores: parameters, cases, renderer version."""
+        """sha256 over everything that affects scores: parameters, cases, renderer version and,
+        for an image pack, the captions and image bytes (not where the folder lies)."""
+        from wcbench.scenes.packs import image_pack_digest, image_pack_folder
         from wcbench.scenes.synthetic import RENDERER_VERSION
 
         payload = {k: v for k, v in asdict(self).items() if k not in ("description", "source", "meta")}
         payload["format"] = SUITE_FORMAT_VERSION
         payload["renderer"] = RENDERER_VERSION
+        if self.scenes.get("pack") == "images":
+            payload["scenes"] = {"pack": "images", "images": image_pack_digest(image_pack_folder(self))}
         text = json.dumps(payload, sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -198,6 +202,45 @@ def _read_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     return raw
 
 
+def _validate_scenes(path: Path, raw: Any) -> dict:
+    """``{pack: synthetic, family: NAME | [NAMES]}`` or ``{pack: images, path: DIR}``, checked;
+    the default family (room) is left out so that such suites keep their hash."""
+    import difflib
+
+    from wcbench.scenes.packs import PACKS, load_image_folder_pack
+    from wcbench.scenes.synthetic import SCENE_FAMILIES
+
+    scenes = dict(raw) if isinstance(raw, dict) else None
+    if scenes is None:
+        raise SuiteError(f"{path}: scenes must be a mapping, e.g. {{pack: synthetic, family: room}}")
+    pack = scenes.setdefault("pack", "synthetic")
+    allowed = {"synthetic": {"pack", "family"}, "images": {"pack", "path"}}.get(pack)
+    if allowed is None:
+        raise SuiteError(f"{path}: scenes.pack {pack!r} is not one of {', '.join(PACKS)}")
+    if set(scenes) - allowed:
+        raise SuiteError(f"{path}: scenes key(s) {sorted(set(scenes) - allowed)} do not apply to pack {pack!r}; "
+                         f"allowed: {sorted(allowed)}")
+    if pack == "synthetic":
+        family = scenes.pop("family", "room")
+        families = [family] if isinstance(family, str) else list(family) if isinstance(family, list) else []
+        for name in families or [str(family)]:
+            if name not in SCENE_FAMILIES:
+                close = difflib.get_close_matches(str(name), SCENE_FAMILIES, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise SuiteError(f"{path}: unknown scenes.family {name!r}.{hint} Known: {', '.join(SCENE_FAMILIES)}")
+        if families != ["room"]:
+            scenes["family"] = families[0] if len(families) == 1 else families
+        return scenes
+    if "path" not in scenes:
+        raise SuiteError(f"{path}: an images pack needs scenes.path, the folder holding captions.csv and the images")
+    folder = Path(str(scenes["path"])).expanduser()
+    try:
+        load_image_folder_pack(folder if folder.is_absolute() else path.parent / folder)
+    except (OSError, ValueError) as err:
+        raise SuiteError(f"{path}: scenes.path: {err}") from err
+    return scenes
+
+
 def _validate_case(path: Path, index: int, entry: Any, horizons: dict[str, int]) -> Case:
     where = f"{path}: case {entry.get('id', index) if isinstance(entry, dict) else index}"
     if not isinstance(entry, dict):
@@ -271,6 +314,6 @@ def load_suite(name_or_path: str | Path) -> Suite:
         resolution=(width, height), fov_deg=float(raw.get("fov_deg", 75.0)), fps=int(raw.get("fps", 16)),
         latents_per_clip=int(raw.get("latents_per_clip", 4)),
         step_translation=float(raw.get("step_translation", 0.05)), step_degrees=step_degrees,
-        scenes=dict(raw.get("scenes", {"pack": "synthetic"})), cases=tuple(cases),
+        scenes=_validate_scenes(path, raw.get("scenes", {"pack": "synthetic"})), cases=tuple(cases),
         description=str(raw.get("description", "")), source=str(path),
     )

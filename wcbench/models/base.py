@@ -1,71 +1,144 @@
 """The world-model protocol the harness drives, and the registry that finds models by name.
 
 A model is driven clip by clip: ``reset(image, prompt, seed, info)`` returns frame 0, then
-``step(actions)`` returns the 4 * len(actions) new frames commanded by one clip's latent
-steps, until the horizon. Frames are (T, H, W, 3) uint8 RGB. Models never see metrics,
-files or ranks: the harness owns those.
+``step(actions)`` returns the 4 * len(actions) new frames of one clip's latent steps, until
+the horizon. Frames may be uint8 or float [0, 1] numpy arrays, torch tensors or PIL images
+(:func:`wcbench.models.frames.to_video` converts them, once, in the harness). A model that
+makes the whole video from the whole command subclasses :class:`WholeVideoModel`. Models
+never see metrics, files or scores: the harness owns those.
 
 Models are found by name in one registry fed by ``@register_model`` and by the
-``wcbench.models`` entry-point group; ``videos:DIR`` and ``package.module:Factory`` specs
-are resolved here too.
+``wcbench.models`` entry-point group; ``videos:DIR`` and ``MODULE:FACTORY`` specs are
+resolved here too, with the current folder (and any ``include_paths``) on the import path.
 """
 
 from __future__ import annotations
 
-import importlib
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from importlib.metadata import entry_points
-from typing import Any, Callable, Protocol, runtime_checkable
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from wcbench.actions import Action, StepSizes
+from wcbench.actions import FRAMES_PER_LATENT, Action, Script, StepSizes
+from wcbench.models.frames import Frames, to_video
+from wcbench.models.plugin import call_factory, extend_import_path, import_factory
 from wcbench.registry import Registry
 
 
-@dataclass
+@dataclass(frozen=True)
 class CaseInfo:
-    """What the harness tells a model about the case it is generating.
+    """What the harness tells a model about the case it generates.
 
-    Real models need only ``id`` (to name things) and the geometry; ``scene`` and
-    ``poses`` are privileged ground truth that only the oracle uses.
+    ``script`` is the whole command: ``script.step_actions()`` lists one :class:`Action` per
+    latent step, and ``step`` receives them clip by clip in that order. ``commanded_poses``
+    are the per-frame camera-to-world poses (OpenCV axes: x right, y down, z forward; frame 0
+    is the start camera) that the script commands at ``steps`` per frame: the command a
+    pose-conditioned model follows, not a measurement of anything. ``K`` is the pinhole
+    intrinsics at ``resolution`` for the horizontal field of view ``fov_deg``. ``device``,
+    ``rank`` and ``world_size`` say where this process runs (``accelerate launch`` gives each
+    rank its own device). ``scene`` is the synthetic scene, for the oracle renderer only.
     """
 
     id: str
-    num_frames: int
-    resolution: tuple[int, int]  # (width, height) of the suite
-    K: np.ndarray
+    script: Script
+    commanded_poses: np.ndarray  # (num_frames, 4, 4) camera-to-world
+    K: np.ndarray  # (3, 3)
     fov_deg: float
+    resolution: tuple[int, int]  # (width, height) of the suite
     latents_per_clip: int
     steps: StepSizes
+    device: str = "cpu"
+    rank: int = 0
+    world_size: int = 1
     scene: Any = None
-    poses: np.ndarray | None = None
+
+    @property
+    def num_frames(self) -> int:
+        """Frames of the whole video, start image included (4L-3)."""
+        return self.script.num_frames
 
 
 @runtime_checkable
 class WorldModel(Protocol):
-    """Streaming world-model interface."""
+    """Streaming world-model interface.
 
-    name: str
-    frames_per_clip: int  # new frames of a full clip (4 per latent step)
-    resolution: tuple[int, int] | None  # (width, height) it generates; None: the suite's
-    fps: int
+    Optional attributes the harness reads when present: ``name`` (str, for reports),
+    ``resolution`` ((width, height) the model generates; the harness resizes the start image
+    to it; None or absent: the suite's) and ``fps`` (frames per second of the stored video).
+    """
+
+    def reset(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> Frames:
+        """Start a video from ``image`` ((H, W, 3) uint8 RGB); return frame 0."""
+
+    def step(self, actions: list[Action]) -> Frames:
+        """Generate the next clip: 4 * len(actions) frames."""
+
+
+class WholeVideoModel(ABC):
+    """Base for models that generate the whole video from the full command up front.
+
+    Implement :meth:`generate`; the base class hands its frames to the harness clip by
+    clip and checks that the harness asks for exactly the commanded actions. (Per-clip
+    latency is then not meaningful: all the work happens in ``reset``.)
+    """
+
+    name = "whole-video"
+    resolution: tuple[int, int] | None = None
+    fps = 16
+
+    @abstractmethod
+    def generate(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> Frames:
+        """All ``info.num_frames`` frames of the case, frame 0 being the start image."""
 
     def reset(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> np.ndarray:
-        """Start a video from ``image``; return frame 0 as (H, W, 3) uint8."""
+        video = to_video(self.generate(image, prompt, seed, info))
+        if len(video) != info.num_frames:
+            raise ValueError(f"case {info.id}: generate() returned {len(video)} frames, the command needs "
+                             f"{info.num_frames} (4L-3 for L latents, the start image included)")
+        self._video, self._next = video, 1
+        self._pending = info.script.step_actions()
+        return video[0]
 
     def step(self, actions: list[Action]) -> np.ndarray:
-        """Generate the next clip: (4 * len(actions), H, W, 3) uint8 frames."""
+        if getattr(self, "_video", None) is None:
+            raise RuntimeError("call reset() before step()")
+        expected, self._pending = self._pending[:len(actions)], self._pending[len(actions):]
+        if list(actions) != expected:
+            raise ValueError(f"step() got actions {[a.format() for a in actions]}, but the video was generated "
+                             f"for {[a.format() for a in expected]}")
+        count = FRAMES_PER_LATENT * len(actions)
+        clip = self._video[self._next:self._next + count]
+        self._next += count
+        return clip
 
 
 ModelFactory = Callable[..., WorldModel]
-MODELS: Registry[WorldModel] = Registry("model", builtins=("wcbench.models.oracle", "wcbench.models.videos"))
+MODELS: Registry[WorldModel] = Registry("model", builtins=(
+    "wcbench.models.oracle", "wcbench.models.worldplay", "wcbench.models.matrix_game", "wcbench.models.text_actions"))
 register_model = MODELS.register
+
+
+def _entry_point_factory(entry: EntryPoint) -> ModelFactory:
+    """Import an entry point's target only when the model is built, so that listing models
+    works without the optional packages a plug-in needs."""
+
+    def factory(**options: Any) -> WorldModel:
+        try:
+            target = entry.load()
+        except ImportError as err:
+            raise ValueError(f"model {entry.name!r} ({entry.value}) cannot be imported: {err}. Install what it "
+                             "needs (this project's tinywm: pip install -e '.[train]')") from err
+        return call_factory(entry.name, target, options)
+
+    return factory
 
 
 def _load_entry_points() -> None:
     for entry in entry_points(group="wcbench.models"):
-        MODELS.add_if_absent(entry.name, entry.load())
+        MODELS.add_if_absent(entry.name, _entry_point_factory(entry))
 
 
 def available_models() -> list[str]:
@@ -73,33 +146,26 @@ def available_models() -> list[str]:
     return MODELS.names()
 
 
-def _import_factory(spec: str) -> ModelFactory:
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"model {spec!r}: cannot import module {module_name!r}: {err}") from err
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"model {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
-
-
-def build_model(spec: str, **options: Any) -> WorldModel:
-    """Build a model from a spec: a registered name (``oracle``, ``oracle-mirror``, ``tinywm``),
-    ``videos:DIR`` or ``package.module:Factory``. ``options`` go to the factory."""
+def build_model(spec: str, include_paths: Sequence[str | Path] = (), **options: Any) -> WorldModel:
+    """Build a model from a spec: a registered name (``oracle``, ``tinywm``, see ``wcbench
+    models``), ``videos:DIR`` or ``MODULE:FACTORY``. ``options`` go to the factory."""
+    extend_import_path(include_paths)  # also for loaders that registered models import later
     if spec.startswith("videos:"):
         from wcbench.models.videos import VideoFolderModel
 
-        return VideoFolderModel(spec.split(":", 1)[1], **options)
+        return call_factory("videos", VideoFolderModel, {"folder": spec.split(":", 1)[1], **options})
     if ":" in spec:
-        factory = _import_factory(spec)
+        factory = import_factory(spec)
     else:
         _load_entry_points()
-        factory = MODELS.get(spec, hint="; or give videos:DIR or package.module:Factory")
-    model = factory(**options)
-    missing = [attr for attr in ("name", "frames_per_clip", "resolution", "fps", "reset", "step")
-               if not hasattr(model, attr)]
+        if "." in spec and spec not in MODELS.names():
+            module_name, _, attr = spec.rpartition(".")
+            raise ValueError(f"unknown model {spec!r}. Did you mean {module_name + ':' + attr!r}? "
+                             "(a Python factory is written MODULE:FACTORY)")
+        factory = MODELS.get(spec, hint="; or videos:DIR, or MODULE:FACTORY (e.g. examples.my_model:PanZoomModel)")
+    model = call_factory(spec, factory, options)
+    missing = [attr for attr in ("reset", "step") if not callable(getattr(model, attr, None))]
     if missing:
-        raise TypeError(f"model {spec!r} does not implement the WorldModel protocol: missing {missing}")
+        raise TypeError(f"model {spec!r} does not implement the WorldModel protocol: no {' or '.join(missing)}() "
+                        "(see the README's model section)")
     return model

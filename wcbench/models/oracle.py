@@ -4,6 +4,7 @@ variants that break one thing each, so the scorers can be seen to notice."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -23,15 +24,13 @@ class OracleModel:
     fps = 16
     resolution = None
 
-    def __init__(self, variant: str = "exact", lag_steps: int = 2, noise_sigma: float = 12.0,
-                 latents_per_clip: int = 4):
+    def __init__(self, variant: str = "exact", lag_steps: int = 2, noise_sigma: float = 12.0):
         if variant not in ("exact", "static", "lag", "mirror", "noisy"):
             raise ValueError(f"unknown oracle variant {variant!r}; known: exact, static, lag, mirror, noisy")
         self.variant = variant
         self.name = "oracle" if variant == "exact" else f"oracle-{variant}"
         self.lag_steps = lag_steps
         self.noise_sigma = noise_sigma
-        self.frames_per_clip = FRAMES_PER_LATENT * latents_per_clip
         self._info: CaseInfo | None = None
 
     def reset(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> np.ndarray:
@@ -39,7 +38,7 @@ class OracleModel:
             raise ValueError(f"case {info.id}: the oracle renders synthetic scenes only; this case has a "
                              "real start image (use a real world model or videos:DIR)")
         self._info = info
-        self._pose = info.poses[0] if info.poses is not None else np.eye(4)
+        self._pose = info.commanded_poses[0]
         self._first = image
         self._pending: list[Action] = [Action()] * self.lag_steps
         self.rendered_poses = [self._pose]  # what the frames really show (for the gt estimator)
@@ -78,5 +77,4 @@ class OracleModel:
 
 
 for _variant in ("exact", "static", "lag", "mirror", "noisy"):
-    register_model("oracle" if _variant == "exact" else f"oracle-{_variant}")(
-        lambda _v=_variant, **options: OracleModel(variant=_v, **options))
+    register_model("oracle" if _variant == "exact" else f"oracle-{_variant}")(partial(OracleModel, variant=_variant))

@@ -7,24 +7,19 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.actions import FRAMES_PER_LATENT, Action
-from wcbench.models.base import CaseInfo
+from wcbench.models.base import CaseInfo, WholeVideoModel
 from wcbench.video import VIDEO_SUFFIXES, read_video
 
 
-class VideoFolderModel:
+class VideoFolderModel(WholeVideoModel):
     """Serves each case's stored video clip by clip, as if a model were generating it."""
 
-    resolution = None
-
-    def __init__(self, folder: str, fps: int = 16, latents_per_clip: int = 4):
+    def __init__(self, folder: str, fps: int = 16):
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise FileNotFoundError(f"videos:{folder}: no such folder")
         self.name = f"videos:{self.folder.name}"
         self.fps = fps
-        self.frames_per_clip = FRAMES_PER_LATENT * latents_per_clip
-        self._frames: np.ndarray | None = None
 
     def _find(self, case_id: str) -> Path:
         for suffix in VIDEO_SUFFIXES:
@@ -36,18 +31,9 @@ class VideoFolderModel:
         raise FileNotFoundError(f"{self.folder}: no video for case {case_id!r} "
                                 f"(looked for {case_id}.mp4/.avi/.mkv or a folder {case_id}/)")
 
-    def reset(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> np.ndarray:
+    def generate(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo) -> np.ndarray:
         path = self._find(info.id)
         frames = read_video(path)
         if len(frames) != info.num_frames:
             raise ValueError(f"{path}: {len(frames)} frames, but case {info.id} needs {info.num_frames} (4L-3)")
-        self._frames, self._next = frames, 1
-        return frames[0]
-
-    def step(self, actions: list[Action]) -> np.ndarray:
-        if self._frames is None:
-            raise RuntimeError("call reset() before step()")
-        count = FRAMES_PER_LATENT * len(actions)
-        clip = self._frames[self._next:self._next + count]
-        self._next += count
-        return clip
+        return frames

@@ -95,10 +95,36 @@ def fit_rotation(x1: np.ndarray, x2: np.ndarray, scale: float, iterations: int =
     return R
 
 
+def compensated_displacement(x1: np.ndarray, x2: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Per-track image displacement (N, 2), normalised units, left after undoing rotation ``R``:
+    zero for a camera that only turns; ``-B(x1) t / Z`` for a translation ``t`` (see
+    :func:`translational_flow`)."""
+    return project(x2 @ R.T) - project(x1)
+
+
 def compensated_parallax(x1: np.ndarray, x2: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Per-track image displacement (normalised units) left after undoing rotation ``R``:
-    zero for a camera that only turns, growing with translation / depth."""
-    return np.linalg.norm(project(x1) - project(x2 @ R.T), axis=1)
+    """Length of :func:`compensated_displacement` per track."""
+    return np.linalg.norm(compensated_displacement(x1, x2, R), axis=1)
+
+
+def translational_flow(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Image motion (N, 2), normalised units, of points at bearings ``x`` (z = 1) and unit
+    inverse depth when the camera moves by ``t``: ``-(t_x - u t_z, t_y - v t_z)``. A point at
+    depth Z moves by this over Z (to first order), so its direction does not depend on depth:
+    radially out of the focus of expansion when moving forward, sideways when strafing."""
+    return -(t[None, :2] - x[:, :2] * t[2])
+
+
+def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 6) -> np.ndarray:
+    """Each track's vector replaced by the median over its ``neighbours`` nearest tracks (itself
+    excluded): parallax is a smooth field over a surface, tracking noise is not."""
+    from scipy.spatial import cKDTree
+
+    if len(points) < 2:
+        return vectors.copy()
+    k = min(neighbours + 1, len(points))
+    _, index = cKDTree(points).query(points, k=k)
+    return np.median(vectors[index[:, 1:]], axis=1)
 
 
 def aperture_weighted(residuals: np.ndarray, tensors: np.ndarray) -> np.ndarray:
@@ -120,21 +146,17 @@ def aperture_weighted(residuals: np.ndarray, tensors: np.ndarray) -> np.ndarray:
     return along_strong[:, None] * v_strong + (ratio * along_weak)[:, None] * v_weak
 
 
-def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int = 6) -> float:
-    """Median over tracks of the length of the neighbourhood-median residual vector.
+def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int = 6, quantile: float = 0.5) -> float:
+    """The ``quantile`` over tracks of the length of the neighbourhood-median residual vector.
 
     Parallax from translation is a smooth field over the image (neighbouring tracks lie on
     the same surface); tracking noise is not, so the median over each track's nearest
     neighbours keeps the first and cancels most of the second.
     """
-    from scipy.spatial import cKDTree
-
     if len(points) < 2:
         return 0.0
-    k = min(neighbours + 1, len(points))
-    _, index = cKDTree(points).query(points, k=k)
-    smoothed = np.median(residuals[index[:, 1:]], axis=1)
-    return float(np.median(np.linalg.norm(smoothed, axis=1)))
+    smoothed = neighbour_median(points, residuals, neighbours)
+    return float(np.quantile(np.linalg.norm(smoothed, axis=1), quantile))
 
 
 # ---------------------------------------------------------------- essential matrix

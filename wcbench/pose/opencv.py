@@ -5,26 +5,29 @@ latent boundaries, so a window never straddles two actions, and four frames give
 parallax to read at small resolutions. Per window:
 
 1. track corners through the window (:mod:`wcbench.pose.tracking`);
-2. fit a rotation-only model (a camera that only turns) and measure the **coherent
-   parallax** it leaves: rotation-compensated residuals, with each track's weak (aperture)
-   direction down-weighted and smoothed over its nearest neighbours, median over tracks,
-   in pixels of the working image. Above a gate (``gate_px``, raised to ``noise_gate``
-   times the video's tracking noise on noisy or compressed video) the camera translated;
-   below, the rotation-only fit is the answer (the essential matrix is degenerate for a
-   turning camera: on a static clip its pose is nonsense);
+2. fit a rotation-only model (a camera that only turns) and measure the window's
+   **parallax**: the rotation-compensated motion of each track, its weak (aperture)
+   direction down-weighted, replaced by the median over its 20 nearest tracks (parallax is
+   smooth over a surface, tracking noise is not), and the 85th percentile of those lengths
+   over the tracks clear of the image border, in pixels of the working image. A high
+   quantile rather than the median, so that the decision does not depend on how much of the
+   frame is far away: with half a frame of sky and far hills, only the nearer ground shows a
+   translation, and moving forward the middle of the frame barely moves while its edges
+   stream past. Above a gate (``gate_px``, raised to ``noise_gate`` times the video's
+   tracking noise on noisy or compressed video) the window's rotation comes from the 4-DoF
+   fit below; under it, from the rotation-only fit (the essential matrix is degenerate for a
+   turning camera). Whether it translated is the calibrated threshold's call (step 5);
 3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
    rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
 4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
    plane (rejects the ground-plane twin; the action model moves along the camera's axes,
    so a pitched camera that moves forward also rises or sinks), the sign from cheirality;
-5. the window's relative pose: the chosen rotation and a translation whose direction is
-   the refined one and whose **length is scale-free parallax**: the median
-   rotation-compensated image displacement of the tracks over the window, in normalised
-   image units (pixels / focal length), never less than the coherent parallax; for a
-   window judged not translating, the coherent parallax alone. ``units`` is ``"parallax"``.
-   The window's motion is spread evenly over its four transitions, so a per-frame
-   translation of 0.002 means the window moved image content by about 0.8 % of the focal
-   length beyond what its rotation explains.
+5. the window's relative pose: the chosen rotation and a translation whose direction is the
+   refined one and whose **length is the window's parallax** in normalised image units
+   (pixels / focal length), spread evenly over the window's four transitions. ``units`` is ``"parallax"``: a per-frame
+   translation of 0.001 means the nearer part of the scene moved by about 0.4 % of the focal
+   length per window beyond what the rotation explains. Thresholds on it come from
+   ``wcbench calibrate`` over every scene family.
 
 Frames are converted to gray, deblocked when a compression grid shows
 (:mod:`wcbench.pose.deblock`), downscaled to a working size (long side ``max_side``,
@@ -32,11 +35,12 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 3 added the contrast normalisation and stopped taking periodic scene texture for a
-coding grid (a false grid had smoothed a clean scene's checkered pillars). Version 4 keeps the
-translation level in each window's own camera frame; versions 1-3 levelled it with the world's
-vertical, chained through the windows, which read a pitched camera's forward motion as a
-spurious pitch.
+Version 5 measures the parallax as a high quantile over the tracks (versions 1-4: the median,
+which half a frame of sky pulled to zero, so open scenes read "not moving") and reports it as
+the translation length (version 4 reported the median parallax of the 4-DoF fit, which reads a
+forward move three times shorter than a sideways one at the same speed). Version 4 keeps the
+translation level in each window's own camera frame; version 3 added the contrast
+normalisation.
 """
 
 from __future__ import annotations
@@ -74,8 +78,11 @@ class OpenCVEstimatorConfig:
     use_deblock: bool = True  # smooth compression-block edges when a coding grid is found
     contrast_sigma: float = 0.06  # local contrast normalisation scale (x the short side; 0: off)
     contrast_floor: float = 8.0  # grey levels of local std below which texture is not amplified further
-    gate_px: float = 0.15  # coherent parallax above which a window translated, px ...
-    noise_gate: float = 1.4  # ... or above this many times the video's tracking noise, if larger
+    contrast_on_blocky: bool = False
+    parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
+    parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
+    gate_px: float = 0.45  # coherent parallax above which a window translated, px ...
+    noise_gate: float = 2.0  # ... or above this many times the video's tracking noise, if larger
     ransac_px: float = 1.0
     robust_px: float = 1.0  # Cauchy scale of the rotation and 4-DoF fits
     max_window_rotation_deg: float = 60.0
@@ -104,7 +111,7 @@ class _Correspondences:
     x1: np.ndarray  # bearings in the first frame (N, 3)
     x2: np.ndarray  # bearings in the last frame (N, 3)
     R_rot: np.ndarray  # rotation-only fit
-    coherent_px: float
+    coherent_px: float  # the window's parallax left by the rotation-only fit (see window_parallax)
     R_essential: np.ndarray | None
     t_essential: np.ndarray | None
 
@@ -168,14 +175,14 @@ def _smooth(image: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
-                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0) -> list[np.ndarray]:
+                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0, contrast_on_blocky: bool = False) -> list[np.ndarray]:
     """Grayscale uint8 frames at the working size; compression blocks are smoothed at the
     native resolution first when a coding grid is found. With ``contrast_sigma`` > 0, local
     contrast is normalised (:func:`normalize_contrast`), except on video with a coding grid,
     whose faint texture is mostly what the codec left and would be amplified with it."""
     grays = [to_gray(frame) for frame in frames]
     grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
-    enhance = contrast_sigma > 0 and not grid.is_blocky
+    enhance = contrast_sigma > 0 and (contrast_on_blocky or not grid.is_blocky)
     out = []
     for gray in grays:
         gray = deblock(gray, grid)
@@ -220,7 +227,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "4"
+    version = "5"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -243,7 +250,7 @@ class OpenCVPoseEstimator:
         size = working_size(width, height, self.config.max_side, self.config.min_height)
         K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
         grays = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
-                             self.config.contrast_floor)
+                             self.config.contrast_floor, self.config.contrast_on_blocky)
         motions = self.estimate_windows(grays, K_work)
         estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
                                       [m.confidence for m in motions])
@@ -278,11 +285,32 @@ class OpenCVPoseEstimator:
             return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, None, None)
         focal = K[0, 0]
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
-        residual_px = (geo.project(x2 @ R_rot.T) - geo.project(x1)) * focal
+        residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
         tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        coherent_px = geo.coherent_parallax(tracks.first, geo.aperture_weighted(residual_px, tensors))
+        coherent_px = self.window_parallax(tracks, geo.aperture_weighted(residual_px, tensors), window[0].shape)
         R_e, t_e = _essential_pose(tracks, K, self.config)
         return _Correspondences(tracks, x1, x2, R_rot, coherent_px, R_e, t_e)
+
+    def window_parallax(self, tracks: WindowTracks, residuals: np.ndarray, shape: tuple[int, ...]) -> float:
+        """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
+        rotation-compensated motion (:func:`geometry.coherent_parallax`).
+
+        A high quantile, not the median: on open scenes most tracks may sit on sky and distant
+        hills that move with the rotation alone, and a translation shows only on the nearer
+        part of the frame, whichever way the camera moves (forward, the ground at the bottom
+        of the frame streams past although the middle barely moves). Tracks whose patch
+        touches the image border in the first or last frame are left out: their patches leave
+        the picture and drag."""
+        margin = self.config.tracker.win_size // 2 + 1
+        height, width = shape[:2]
+        inside = np.ones(len(tracks.first), bool)
+        for points in (tracks.first, tracks.last):
+            inside &= (points[:, 0] >= margin) & (points[:, 0] <= width - 1 - margin)
+            inside &= (points[:, 1] >= margin) & (points[:, 1] <= height - 1 - margin)
+        if np.count_nonzero(inside) < self.config.min_tracks:
+            inside[:] = True
+        return geo.coherent_parallax(tracks.first[inside], residuals[inside], self.config.parallax_neighbours,
+                                     self.config.parallax_quantile)
 
     def _level_motion(self, match: _Correspondences, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rotation, signed unit translation and inlier mask of the 4-DoF fit, refined from
@@ -311,16 +339,15 @@ class OpenCVPoseEstimator:
         focal = K[0, 0]
         scale = config.robust_px / focal
         R_level, t_dir, inliers = self._level_motion(match, scale)
-        # translating: the 4-DoF pose; turning only: the rotation-only fit. The length never
-        # falls below the coherent parallax, so it orders windows as the decision does.
+        # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the
+        # window's parallax either way; the calibrated threshold, not the gate, labels it
         is_moving = match.coherent_px > gate
-        coherent = match.coherent_px / focal
+        length = match.coherent_px / focal
         if is_moving:
             R = R_level
-            length = max(float(np.median(geo.compensated_parallax(match.x1, match.x2, R))), coherent)
             inlier_share = float(np.mean(inliers))
         else:
-            R, length = match.R_rot, coherent
+            R = match.R_rot
             inlier_share = float(np.mean(geo.compensated_parallax(match.x1, match.x2, R) < 3.0 * scale))
         rel = np.eye(4)
         rel[:3, :3] = R

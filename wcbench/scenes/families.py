@@ -25,7 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from wcbench.scenes.render import Box, Ground, Scene, Sky
-from wcbench.scenes.textures import MATERIALS, PALETTES, TEXTURE_SIZE, atlas_pyramid, make_texture, periodic_noise
+from wcbench.scenes.textures import (
+    GROUND_MATERIALS,
+    MATERIALS,
+    PALETTES,
+    TEXTURE_SIZE,
+    atlas_pyramid,
+    make_texture,
+    periodic_noise,
+)
 
 SCENE_FAMILIES = ("room", "terrain", "street")
 
@@ -114,7 +122,6 @@ def _sky(rng: np.random.Generator, cloud_texture: int, mountain_texture: int, ha
 
 # ---------------------------------------------------------------- open terrain
 
-_GROUND_MATERIALS = ("mossy", "speckled", "marble", "striped")
 _GROUND_PALETTES = ("earth", "stone", "warm")
 
 
@@ -123,9 +130,11 @@ def build_terrain(seed: int, keep_free: np.ndarray | None = None, clearance: flo
     rng = np.random.default_rng([seed, SCENE_FAMILIES.index("terrain")])
     points = _keep_free_points(keep_free)
     contrast = float(rng.uniform(0.35, 1.0))
-    ground_material = str(rng.choice(_GROUND_MATERIALS))
+    # natural ground is grainy at every scale (and never striped along the way: that would hide
+    # forward motion from any tracker); objects and sky may be faint
+    ground_material = str(rng.choice(GROUND_MATERIALS))
     palette = str(rng.choice(_GROUND_PALETTES))
-    textures = [make_texture(rng, ground_material, palette, contrast), _grey_texture(rng, 2.2),
+    textures = [make_texture(rng, ground_material, palette, float(rng.uniform(1.0, 2.0))), _grey_texture(rng, 2.2),
                 make_texture(rng, "marble", "stone", 0.6)]
     for _ in range(4):
         textures.append(make_texture(rng, str(rng.choice(MATERIALS)), str(rng.choice(list(PALETTES))), contrast))
@@ -150,7 +159,7 @@ def build_terrain(seed: int, keep_free: np.ndarray | None = None, clearance: flo
             boxes.extend(Box(lo, hi, texture=tex, tile=float(rng.uniform(0.5, 1.5))) for lo, hi, tex in parts)
     caption = f"an open {ground_material} field under a {sky_words} sky with rocks, pillars and trees"
     return Scene(seed=seed, boxes=boxes, caption=caption, atlas=atlas_pyramid(textures), palette=palette,
-                 family="terrain", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(1.0, 3.0))), sky=sky,
+                 family="terrain", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(0.8, 2.0))), sky=sky,
                  fog_distance=float(rng.uniform(60.0, 250.0)), fog_colour=sky.horizon)
 
 

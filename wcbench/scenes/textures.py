@@ -15,7 +15,8 @@ TEXTURE_SIZE = 128
 MIP_LEVELS = 5
 _PAD = 2  # wrap padding around each atlas tile so bilinear taps never bleed across tiles
 
-MATERIALS = ("marble", "brick", "striped", "speckled", "mossy", "checkered")
+MATERIALS = ("marble", "brick", "striped", "speckled", "mossy", "checkered")  # what rooms draw from
+GROUND_MATERIALS = ("gravel", "grass", "speckled")  # natural ground: grainy, 1/f-like, no stripes
 PALETTES = {
     "warm": [(196, 120, 80), (236, 200, 150), (120, 60, 40)],
     "cool": [(70, 110, 170), (170, 200, 230), (30, 50, 90)],
@@ -57,6 +58,11 @@ def make_texture(rng: np.random.Generator, material: str, palette: str, contrast
     elif material == "checkered":
         checks = ((xx * 6).astype(int) + (yy * 6).astype(int)) % 2
         field_ = 0.25 + 0.5 * checks + 0.25 * (detail - 0.5) + 0.2 * (base - 0.5)
+    elif material in ("gravel", "grass"):
+        # 1/f noise (as in natural images: equal contrast in every octave, so the ground stays
+        # textured from the camera's feet to the haze), stretched; gravel adds stones
+        grain = np.clip(0.5 + 2.5 * (periodic_noise(rng, n, 1.0) - 0.5), 0.0, 1.0)
+        field_ = 0.7 * grain + 0.3 * ((detail > 0.6) if material == "gravel" else base)
     elif material == "speckled":
         field_ = 0.3 * base + 0.7 * (detail > 0.62)
     elif material == "mossy":

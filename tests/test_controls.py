@@ -1,0 +1,173 @@
+"""Native controls: every format round-trips to the script's labels, `wcbench export --format`
+writes them, and the per-family adapters drive a (fake) model package through them."""
+
+import json
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from wcbench import controls
+from wcbench.actions import (NUM_LABELS, Action, Thresholds, intrinsics_from_fov, load_worldplay_json,
+                             parse_script, script_from_steps, script_trajectory, step_labels_from_latent_poses)
+from wcbench.cli import main
+from wcbench.models.base import build_model
+from wcbench.scoring.following import commanded_labels
+from wcbench.suite import load_suite
+
+STEPS = load_suite("wc-mini").steps
+# every one of the 81 labels, once each (81 latent steps), then the same script reversed
+EVERY_LABEL = script_from_steps([Action.from_label(label) for label in range(NUM_LABELS)])
+SCRIPTS = [EVERY_LABEL, script_from_steps(EVERY_LABEL.step_actions()[::-1]), parse_script("w-3, d+up-2, none-1")]
+
+
+def _frame_labels(step_actions):
+    return np.array([step_actions[-(-f // 4) - 1].label for f in range(1, 4 * len(step_actions) + 1)])
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=["every-label", "reversed", "short"])
+def test_matrix_game_round_trip(script):
+    data = json.loads(json.dumps(controls.to_matrix_game(script)))
+    keyboard, mouse = np.array(data["keyboard_condition"]), np.array(data["mouse_condition"])
+    assert keyboard.shape == (script.num_frames, 4) and mouse.shape == (script.num_frames, 2)
+    labels = [a.label for a in controls.matrix_game_actions(keyboard, mouse)]
+    assert np.array_equal(labels, commanded_labels(script))
+    assert np.array_equal(keyboard[0], keyboard[1]) and np.array_equal(mouse[0], mouse[1])  # the first block
+
+
+def test_matrix_game_conventions_match_the_release():
+    """Matrix-Game 2.0: keys (forward, back, left, right); mouse (pitch, yaw), up and right positive."""
+    keyboard, mouse = controls.matrix_game_arrays(parse_script("w+a+up-1, s+d+right-1"), mouse_value=0.1)
+    assert keyboard[1:5].tolist() == [[1, 0, 1, 0]] * 4 and keyboard[5:].tolist() == [[0, 1, 0, 1]] * 4
+    assert np.allclose(mouse[1:5], [0.1, 0.0]) and np.allclose(mouse[5:], [0.0, 0.1])
+    with pytest.raises(ValueError, match="opposite keys"):
+        controls.matrix_game_actions(np.array([[0, 0, 0, 0], [1, 1, 0, 0]]), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=["every-label", "reversed", "short"])
+def test_text_actions_round_trip(script):
+    segments = json.loads(json.dumps(controls.to_text_actions(script), ensure_ascii=False))
+    steps = controls.text_actions(segments)
+    assert script_from_steps(steps) == script
+    assert np.array_equal(_frame_labels(steps), commanded_labels(script))
+    assert segments[-1]["frames"][1] == script.num_frames - 1
+
+
+def test_text_actions_use_yumes_vocabulary():
+    segments = controls.to_text_actions(parse_script("w+a+up+right-2, none-1, s+d+down+left-1"))
+    assert [(s["keys"], s["mouse"], s["steps"], s["frames"]) for s in segments] == [
+        ("W+A", "↑→", [1, 2], [1, 8]), ("None", "·", [3, 3], [9, 12]), ("S+D", "↓←", [4, 4], [13, 16])]
+    assert segments[0]["text"] == "Person moves forward and left (W+A).Camera tilts up and turns right (↑→)."
+    with pytest.raises(ValueError, match="do not continue"):
+        controls.text_actions(segments[1:])
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=["every-label", "reversed", "short"])
+def test_worldplay_round_trip(script):
+    K = intrinsics_from_fov(832, 480, 75.0)
+    data = json.loads(json.dumps(controls.encode(script, "worldplay", script_trajectory(script, STEPS), K)))
+    latent_poses = np.stack([np.array(data[str(k)]["extrinsic"]) for k in range(script.num_latents)])
+    half_step = Thresholds(2 * STEPS.translation, 2 * STEPS.degrees)  # half of one latent's commanded motion
+    assert step_labels_from_latent_poses(latent_poses, half_step) == [a.label for a in script.step_actions()]
+
+
+def test_export_formats_and_adding_one_later(tmp_path):
+    suite_path = tmp_path / "tiny.yaml"
+    suite_path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\n"
+                          "cases_per_cell: 1\ntracks: [combined]\n")
+    out = tmp_path / "export"
+    assert main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "matrix-game"]) == 0
+    case = load_suite(suite_path).cases[0]
+    folder = out / case.id
+    assert not (folder / "pose.json").exists()
+    data = json.loads((folder / "matrix_game.json").read_text())
+    labels = json.loads((folder / "labels.json").read_text())["labels"]
+    assert [a.label for a in controls.matrix_game_actions(data["keyboard_condition"], data["mouse_condition"])] == labels
+    assert main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "text-actions",
+                 "--format", "worldplay"]) == 0
+    steps = controls.text_actions(json.loads((folder / "text_actions.json").read_text())["segments"])
+    assert _frame_labels(steps).tolist() == labels
+    assert len(load_worldplay_json(folder / "pose.json")[0]) == 32
+    with pytest.raises(SystemExit) as exit_:
+        main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "camera"])
+    assert exit_.value.code == 2
+
+
+# ---------------------------------------------------------------- per-family adapters
+
+FAKE_PACKAGE = '''
+"""Stands in for a model release: a loader that builds a pipeline from local weights."""
+import numpy as np
+import torch
+
+LOADED = []
+
+
+def load_pipeline(weights, device="cpu", scale=1.0):
+    LOADED.append((weights, device, scale))
+    return Pipeline()
+
+
+class Pipeline:
+    """Pans the start image by the yaw its controls command; returns float tensors in [0, 1]."""
+
+    def __call__(self, image, prompt, seed, num_frames, **controls):
+        self.controls = controls
+        yaw = yaw_per_frame(controls, num_frames)
+        shifts = np.concatenate([[0], np.cumsum(yaw)]).astype(int) * 2
+        frames = np.stack([np.roll(image, -s, axis=1) for s in shifts])
+        return torch.from_numpy(frames).permute(0, 3, 1, 2).float() / 255.0
+
+
+def yaw_per_frame(controls, num_frames):
+    if "mouse_condition" in controls:
+        return np.sign(controls["mouse_condition"][1:, 1])
+    if "segments" in controls:
+        turn = {"→": 1, "↑→": 1, "↓→": 1, "←": -1, "↑←": -1, "↓←": -1}
+        return np.concatenate([[turn.get(s["mouse"], 0)] * (s["frames"][1] - s["frames"][0] + 1)
+                               for s in controls["segments"]])
+    poses = controls["poses"]
+    yaw = []
+    for k in range(1, len(poses)):
+        before, after = np.array(poses[str(k - 1)]["extrinsic"]), np.array(poses[str(k)]["extrinsic"])
+        forward = (np.linalg.inv(before) @ after)[:3, 2]
+        yaw += [np.sign(round(float(np.degrees(np.arctan2(forward[0], forward[2]))), 3))] * 4
+    return np.array(yaw)
+'''
+
+
+@pytest.mark.parametrize("family", ["matrix-game", "text-actions", "worldplay"])
+def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_controls(family, tmp_path, monkeypatch):
+    package = tmp_path / "checkout"
+    package.mkdir()
+    (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    model = build_model(family, include_paths=[package], weights=str(weights), loader="fake_release:load_pipeline",
+                        scale=2.0)
+    assert "fake_release" not in sys.modules  # nothing imported until a case starts
+    suite_path = tmp_path / "tiny.yaml"
+    suite_path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\n"
+                          "cases_per_cell: 1\ntracks: [basic]\n")
+    from wcbench.runner import generate_case
+
+    suite = load_suite(suite_path)
+    case = suite.cases[0]
+    video, _, world = generate_case(model, suite, case, seed=0)
+    fake = sys.modules["fake_release"]
+    assert fake.LOADED == [(str(weights), "cpu", 2.0)]
+    script = case.parsed()
+    yaw = np.array([a.yaw for a in script.frame_actions()])
+    assert np.array_equal(fake.yaw_per_frame(model._pipeline.controls, script.num_frames), yaw)
+    shift = 2 * int(yaw.sum())
+    assert np.array_equal(video[-1], np.roll(world.image, -shift, axis=1))
+
+
+def test_family_adapter_refuses_missing_weights_and_reads_its_size(tmp_path):
+    with pytest.raises(FileNotFoundError, match="downloads nothing"):
+        build_model("matrix-game", weights=str(tmp_path / "absent"), loader="x:y")
+    assert build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832x480").resolution == (832, 480)
+    with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
+        build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832")
