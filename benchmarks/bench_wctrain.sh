@@ -5,7 +5,7 @@
 # none of the training episodes), then the tables (docs/wctrain.md,
 # leaderboards/wctrain-wc-mini-heldout.md) and the per-label comparison.
 #
-#   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS]      # SEEDS: "0 1 2" by default
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan"
 #
 # On an idle 2-core CPU: each default run 33-34 min of training (2 processes, 450 steps) and
 # 3-3.5 min of evaluation; the ablations 100 steps on 1 process (~10 min each); tinywan's
@@ -14,6 +14,8 @@
 set -euo pipefail
 OUT=${1:-runs/wctrain-bench}
 SEEDS=${2:-0 1 2}
+PARTS=${3:-default ablations tinywan}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
 export OMP_NUM_THREADS=1
 mkdir -p "$OUT"
 launch() { accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no \
@@ -28,11 +30,13 @@ evaluate() {  # evaluate NAME MODEL CHECKPOINT_DIR
 [ -f "$OUT/eval-baseline/results.json" ] || wcbench run --suite wc-mini-heldout --model tinywm --out "$OUT/eval-baseline"
 
 # the default (IF only, spread-weighted curriculum, per-label exploration, 450 steps, 2 processes), one run per seed
-for seed in $SEEDS; do
+has default && for seed in $SEEDS; do
   [ -d "$OUT/default-seed-$seed/final" ] || \
     timed "default-seed-$seed" bash -c "$(declare -f launch); launch run_dir=$OUT/default-seed-$seed eval.every=0 rl.seed=$seed"
   evaluate "default-seed-$seed" tinywm "$OUT/default-seed-$seed/final"
 done
+rows=()
+for seed in $SEEDS; do [ -d "$OUT/eval-default-seed-$seed" ] && rows+=("default, seed $seed=$OUT/eval-default-seed-$seed"); done
 
 # the paper's ablations on a short budget (1 process, 100 steps; sample-level gets the same wall time):
 # IF only (our default's rewards), IF 0.9 + VQ 0.1 (the paper's combination), VQ only, RWR, sample-level rollout
@@ -40,26 +44,28 @@ SHORT="rl.steps=100 eval.every=0"
 short() {  # short NAME OVERRIDES...
   [ -d "$OUT/short-$1/final" ] || timed "short-$1" wctrain train run_dir="$OUT/short-$1" "${@:2}"
   evaluate "short-$1" tinywm "$OUT/short-$1/final"; }
-short if-only $SHORT
-short if-vq $SHORT 'reward.funcs=[following,quality]' 'reward.weights=[0.9,0.1]'
-short vq-only $SHORT 'reward.funcs=[following,quality]' 'reward.weights=[0.0,1.0]'
-short rwr $SHORT rl.loss=rwr
-short sample rl.steps=45 eval.every=0 rl.rollout=sample
+if has ablations; then
+  short if-only $SHORT
+  short if-vq $SHORT 'reward.funcs=[following,quality]' 'reward.weights=[0.9,0.1]'
+  short vq-only $SHORT 'reward.funcs=[following,quality]' 'reward.weights=[0.0,1.0]'
+  short rwr $SHORT rl.loss=rwr
+  short sample rl.steps=45 eval.every=0 rl.rollout=sample
+  rows+=("IF only (100 steps, 1 process)=$OUT/eval-short-if-only" "IF 0.9 + VQ 0.1 (100 steps)=$OUT/eval-short-if-vq"
+         "VQ only (100 steps)=$OUT/eval-short-vq-only" "RWR (100 steps)=$OUT/eval-short-rwr"
+         "sample-level rollout (45 steps)=$OUT/eval-short-sample")
+fi
+[ ${#rows[@]} -gt 0 ] && python benchmarks/wctrain_table.py "$OUT/eval-baseline" "${rows[@]}" --markdown "$OUT/table.md"
+has default && python benchmarks/per_label_following.py "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups \
+  | tee "$OUT/groups.txt"
 
 # tinywan: the shipped checkpoint (its recipe: docs/wctrain.md) before and after the default post-training
-[ -f "$OUT/eval-tinywan-baseline/results.json" ] || \
-  wcbench run --suite wc-mini-heldout --model tinywan --out "$OUT/eval-tinywan-baseline"
-[ -d "$OUT/tinywan-seed-0/final" ] || \
-  timed tinywan-seed-0 bash -c "$(declare -f launch); launch run_dir=$OUT/tinywan-seed-0 eval.every=0 model=tinywan"
-evaluate tinywan-seed-0 tinywan "$OUT/tinywan-seed-0/final"
-
-rows=()
-for seed in $SEEDS; do rows+=("default, seed $seed=$OUT/eval-default-seed-$seed"); done
-python benchmarks/wctrain_table.py "$OUT/eval-baseline" "${rows[@]}" \
-  "IF only (100 steps, 1 process)=$OUT/eval-short-if-only" "IF 0.9 + VQ 0.1 (100 steps)=$OUT/eval-short-if-vq" \
-  "VQ only (100 steps)=$OUT/eval-short-vq-only" "RWR (100 steps)=$OUT/eval-short-rwr" \
-  "sample-level rollout (45 steps)=$OUT/eval-short-sample" --markdown "$OUT/table.md"
-python benchmarks/wctrain_table.py "$OUT/eval-tinywan-baseline" "tinywan, default post-training=$OUT/eval-tinywan-seed-0" \
-  --baseline-name "tinywan (shipped)" --markdown "$OUT/table-tinywan.md"
-python benchmarks/per_label_following.py "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups | tee "$OUT/groups.txt"
-cat "$OUT"/*.time
+if has tinywan; then
+  [ -f "$OUT/eval-tinywan-baseline/results.json" ] || \
+    wcbench run --suite wc-mini-heldout --model tinywan --out "$OUT/eval-tinywan-baseline"
+  [ -d "$OUT/tinywan-seed-0/final" ] || \
+    timed tinywan-seed-0 bash -c "$(declare -f launch); launch run_dir=$OUT/tinywan-seed-0 eval.every=0 model=tinywan"
+  evaluate tinywan-seed-0 tinywan "$OUT/tinywan-seed-0/final"
+  python benchmarks/wctrain_table.py "$OUT/eval-tinywan-baseline" "tinywan, default post-training=$OUT/eval-tinywan-seed-0" \
+    --baseline-name "tinywan (shipped)" --markdown "$OUT/table-tinywan.md"
+fi
+cat "$OUT"/*.time 2>/dev/null || true

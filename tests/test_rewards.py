@@ -51,6 +51,23 @@ def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path):
     assert isinstance(rewards["following"], FollowingReward) and isinstance(rewards["quality"], QualityReward)
 
 
+def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(lagging_video, tmp_path):
+    """The released WorldCompass training reward equals, per clip, the mean of translation and
+    rotation accuracy that `wcbench score mode=worldcompass-compat` reports."""
+    write_video(tmp_path / "v.avi", lagging_video)
+    manifest = tmp_path / "m.csv"
+    with manifest.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "video", "actions", "fov_deg"], ["c", "v.avi", SCRIPT.format(), 75.0]])
+    main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "out"), "mode=worldcompass-compat"])
+    per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
+    fine = build_rewards(["fine_action"], RewardContext(scorers, 75.0))["fine_action"](views, [""] * len(views))
+    assert [np.mean(v) for v in fine] == pytest.approx([0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip],
+                                                       abs=1e-12)
+    assert scorers.mode == "default"  # the run's own scorers are left as they were
+
+
 def clip_number(clips, prompts):
     """A user reward: the clip's index among the candidates, per clip."""
     return [float(i) for i in range(len(clips))]

@@ -1,4 +1,4 @@
-"""wctrain's trainable models: where they come from (entry points, dotted paths), the protocol check,
+"""wctrain's trainable models: where they come from (entry points, dotted paths), the protocol check, and how an
 exported model is found again (by wctrain and by `wcbench run`)."""
 
 from pathlib import Path

@@ -12,17 +12,21 @@ The built-ins call the ``wcbench.scoring`` function that ``wcbench score`` uses 
 clip, so a reward and a benchmark number are the same number (``tests/test_rewards.py``):
 
 - ``following``: IF accuracy (81-class) of each latent of the clip, per latent;
-- ``quality``: the clip's visual quality with the configured scorer, per clip.
+- ``quality``: the clip's visual quality with the configured scorer, per clip;
+- ``fine_action``: the released WorldCompass training reward, per latent: the mean of
+  translation and rotation accuracy under the ``worldcompass-compat`` scoring mode (the best
+  of its translation thresholds per latent, chosen after seeing the answer; see
+  ``wcbench.scoring.following``), for comparison with the paper's recipe.
 
 A built-in is a builder from the run's :class:`RewardContext`; adding one that calls another
-wcbench scorer is one registration, e.g.
-``REWARDS.register("fine_action")(lambda ctx: ClipScorer(score_fine_action, ctx))``.
+wcbench scorer is one registration (``fine_action`` below), or for any per-clip scorer
+``REWARDS.register(name)(lambda ctx: ClipScorer(score, ctx))``.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -46,14 +50,16 @@ REWARDS: Registry[Callable[[RewardContext], Reward]] = Registry("reward")
 
 @dataclass
 class FollowingReward:
-    """Interaction following per latent: each latent's accuracy over its 4 transitions (the
-    81-class label); their mean is the clip's ``if_acc`` in ``wcbench score``."""
+    """Interaction following per latent: each latent's accuracy over its 4 transitions;
+    ``accuracy`` ``full`` is the 81-class label (their mean is the clip's ``if_acc`` in
+    ``wcbench score``), ``mean`` the mean of translation and rotation accuracy."""
 
     scorers: Scorers
     fov_deg: float | None = None
+    accuracy: str = "full"
 
     def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[list[float]]:
-        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy("full").tolist()
+        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.accuracy).tolist()
                 for view in clips]
 
 
@@ -83,6 +89,8 @@ class ClipScorer:
 
 REWARDS.register("following")(lambda ctx: FollowingReward(ctx.scorers, ctx.fov_deg))
 REWARDS.register("quality")(lambda ctx: QualityReward(ctx.scorers))
+REWARDS.register("fine_action")(lambda ctx: FollowingReward(replace(ctx.scorers, mode="worldcompass-compat"),
+                                                            ctx.fov_deg, "mean"))
 
 
 def build_reward(spec: str, context: RewardContext) -> Reward:

@@ -271,7 +271,7 @@ def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
         suite = replace(suite, cases=suite.cases[:cfg.eval.limit])
     scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
     records = run_suite(suite, TrainableWorldModelAdapter(build_frozen_copy(model)), RunConfig(model=cfg.model),
-                        scorers, out_dir)
+                        scorers, out_dir, device=str(next(model.parameters()).device))
     return summarize(records)
 
 

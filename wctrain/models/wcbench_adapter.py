@@ -69,9 +69,12 @@ class TrainableWorldModelAdapter:
         return next(self.model.parameters()).device
 
     def reset(self, image: np.ndarray, prompt: str, seed: int, info: CaseInfo | None = None) -> np.ndarray:
-        """Start from ``image`` (H, W, 3) uint8; ``prompt`` is unused (the models here take no text)."""
+        """Start from ``image`` (H, W, 3) uint8 on the device the harness names (``info.device``);
+        ``prompt`` is unused (the models here take no text)."""
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise ValueError(f"start image must be (H, W, 3) uint8, got {image.shape} {image.dtype}")
+        if info is not None and torch.device(info.device) != self._device:
+            self.model.to(info.device)
         self._out_size = (image.shape[1], image.shape[0])
         small = to_model_size(image, self.model)
         self._generator = torch.Generator().manual_seed(int(seed))
