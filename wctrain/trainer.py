@@ -117,6 +117,7 @@ def build_run(cfg: TrainerConfig) -> Run:
     """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite; resumes."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState, GradientState
+    from accelerate.utils import DistributedType
 
     suite = load_suite(cfg.suite)
     rewards = build_run_rewards(cfg, suite)  # bad reward settings fail before the model loads
@@ -127,6 +128,9 @@ def build_run(cfg: TrainerConfig) -> Run:
     accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=cfg.mixed_precision,
                               gradient_accumulation_steps=cfg.rl.groups_per_rank,
                               log_with=cfg.log_with or None, project_dir=cfg.run_dir)
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:  # DeepSpeed sizes its steps before prepare: a group is one
+        ds_config = accelerator.state.deepspeed_plugin.deepspeed_config  # micro-batch, a rank's groups accumulate
+        ds_config.update(train_micro_batch_size_per_gpu=1, gradient_accumulation_steps=cfg.rl.groups_per_rank)
     model = build_model(cfg, accelerator)
     # the EMAs are full copies made before prepare (which may shard the trained model)
     old = EMA(model, DecaySchedule(cfg.policy.old_max_decay, ramp=cfg.policy.old_ramp))
