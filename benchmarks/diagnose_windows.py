@@ -56,11 +56,12 @@ def main() -> None:
     height, width = frames.shape[1:3]
     size = working_size(width, height, config.max_side, config.min_height)
     K_work = scale_intrinsics(K, size[0] / width, size[1] / height)
-    grays = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor)
+    video = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor)
     focal = K_work[0, 0]
     scale = config.robust_px / focal
     windows = latent_windows(len(frames))
-    matches = [estimator._correspondences(grays[first:last + 1], K_work) for first, last in windows]
+    matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K_work)
+               for first, last in windows]
     gate = estimator.moving_gate(matches)
     print(f"{args.family} scene {args.seed}, {args.track}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
     print(f"{'window':>6} {'commanded':<24} {'hit':>4} {'tracks':>6} {'moving':>6} {'err@truth px':>12} "

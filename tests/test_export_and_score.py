@@ -1,12 +1,14 @@
-"""`wcbench export` and `wcbench score --manifest`: round trip, bad rows fail alone, exit status."""
+"""`wcbench export` and `wcbench score --manifest`: round trip, bad rows fail alone, exit status,
+named manifest problems (folder, encoding, unquoted commas), decoder warnings, suite checks."""
 
 import csv
 import json
 
+import cv2
 import numpy as np
 import pytest
 
-from wcbench.actions import load_worldplay_json
+from wcbench.actions import load_worldplay_json, parse_script
 from wcbench.cli import main
 from wcbench.export import export_suite
 from wcbench.scenes import case_world
@@ -73,6 +75,7 @@ def test_score_manifest_with_bad_rows(tiny_suite, tmp_path):
         write_video(export_dir / "videos" / f"{case.id}.avi", frames)
     for row in rows:
         row["video"] = f"videos/{row['id']}.avi"
+        del row["suite"], row["suite_hash"]  # free-standing videos: rows are not checked against a suite
     good = rows[0]
     rows.append({**good, "id": "short", "actions": "w-30"})
     rows.append({**good, "id": "missing", "video": "videos/nothing.mp4"})
@@ -102,3 +105,63 @@ def test_bad_manifest_is_a_usage_error(tmp_path):
     manifest = tmp_path / "m.csv"
     manifest.write_text("id,video\nx,y.mp4\n")
     assert main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_manifest_input_problems_are_named(tmp_path, capsys):
+    def error():
+        return " ".join(capsys.readouterr().err.split())
+
+    assert main(["score", "--manifest", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "is a folder; give the manifest file inside it" in error()
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("id,video,actions,prompt\na,a.mp4,w-1,room\nb,b.mp4,w-1,caf\xe9\n".encode("latin-1"))
+    assert main(["score", "--manifest", str(latin), "--out", str(tmp_path / "o")]) == 2
+    assert "latin.csv: line 3: not UTF-8 (byte 0xe9)" in error()
+    assert not (tmp_path / "o").exists()
+
+
+def test_bom_commas_and_damaged_videos(tmp_path):
+    """A UTF-8 BOM is read through; an unquoted script split by commas fails its row with a
+    hint; a video the decoder complains about is scored with a warning in its record."""
+    script = parse_script("d-2, right-3, w-3")
+    rng = np.random.default_rng(3)
+    texture = (rng.random((96, 128 + script.num_frames, 3)) * 255).astype(np.uint8)
+    writer = cv2.VideoWriter(str(tmp_path / "v.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 16, (128, 96))
+    for t in range(script.num_frames):
+        writer.write(np.ascontiguousarray(texture[:, t:t + 128]))
+    writer.release()
+    data = bytearray((tmp_path / "v.mp4").read_bytes())
+    for k in range(3000, len(data) - 3000, 1499):
+        data[k] ^= 0x55
+    (tmp_path / "damaged.mp4").write_bytes(bytes(data))
+    text = (f'id,video,actions\nclean,v.mp4,"{script.format()}"\ndamaged,damaged.mp4,"{script.format()}"\n'
+            f"split,v.mp4,{script.format()}\n")
+    (tmp_path / "m.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    out = tmp_path / "out"
+    assert main(["score", "--manifest", str(tmp_path / "m.csv"), "--out", str(out)]) == 1
+    by_id = {c["id"]: c for c in json.loads((out / "results.json").read_text())["cases"]}
+    assert by_id["clean"]["status"] == "ok" and "warnings" not in by_id["clean"]
+    assert by_id["damaged"]["decoder_errors"] > 0 and "frames may be damaged" in by_id["damaged"]["warnings"][0]
+    assert by_id["split"]["status"] == "failed"
+    assert "line 4: 2 more field(s) than the header" in by_id["split"]["error"] and "quoted" in by_id["split"]["error"]
+
+
+def test_exported_manifest_names_its_suite_and_is_checked_against_it(tiny_suite, tmp_path, capsys):
+    export_dir = tmp_path / "export"
+    export_suite(tiny_suite, export_dir)
+    rows = list(csv.DictReader((export_dir / "manifest.csv").open()))
+    assert {(r["suite"], r["suite_hash"]) for r in rows} == {(tiny_suite.name, tiny_suite.content_hash())}
+    # a built-in name is not this suite: the manifest's hash tells
+    assert main(["score", "--manifest", str(export_dir / "manifest.csv"), "--out", str(tmp_path / "o"),
+                 "--suite", "wc-mini"]) == 2
+    assert "re-export" in capsys.readouterr().err
+    rows[0]["actions"] = "w-31"
+    manifest = export_dir / "edited.csv"
+    with manifest.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows[:1])
+    out = tmp_path / "scored"
+    assert main(["score", "--manifest", str(manifest), "--out", str(out), "--suite", tiny_suite.source]) == 1
+    record = json.loads((out / "results.json").read_text())["cases"][0]
+    assert "are not suite 'tiny''s script" in record["error"]

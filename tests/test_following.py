@@ -126,3 +126,19 @@ def test_compat_takes_the_best_threshold_per_chunk_and_averages_chunks():
     result = score_following(np.stack(poses), script, TH, mode="worldcompass-compat")
     np.testing.assert_array_equal(result.step_accuracy(), [0.5, 1.0, 1.0])
     assert result.if_acc == pytest.approx(2.5 / 3)  # the mean over chunks, not over clips
+
+
+def test_a_video_too_plain_to_track_is_flagged_not_confidently_still():
+    """A flat grey video commanded to move: every window has too few tracks, so its labels
+    fall back to 'none'; the record says so instead of passing it off as standing still."""
+    from wcbench.pose import build_estimator
+    from wcbench.scoring.case import Scorers, low_confidence_warning, score_frames
+    from wcbench.scoring.quality import build_quality_scorer
+
+    script = parse_script("w-2, left-1")
+    flat = np.full((script.num_frames, 48, 48, 3), 128, np.uint8)
+    record = score_frames(flat, script, Scorers(build_estimator("opencv"), build_quality_scorer("default")))
+    assert record["confidence_mean"] == 0.0 and record["if_acc"] == 0.0
+    assert "low confidence in 100% of transitions" in record["warnings"][0]
+    assert low_confidence_warning(np.ones(12)) is None
+    assert low_confidence_warning(np.r_[np.zeros(4), np.ones(8)]) is not None  # a third of transitions

@@ -1,13 +1,21 @@
-"""Leaderboard: submit accepts an honest run, refuses tampered numbers, duplicates and
-incomplete runs; verify re-scores stored videos."""
+"""Leaderboard: submit accepts an honest run (and the scores of an exported manifest made
+elsewhere), refuses tampered numbers, duplicates, incomplete runs and every kind of forged
+submission with a message naming the case; verify checks every video and re-scores a sample,
+flagging and carrying on; frames/s appears only with its hardware."""
 
+import csv
 import json
+import re
 import shutil
 
+import numpy as np
 import pytest
 
+from wcbench import report
+from wcbench.actions import NUM_ROTATION
 from wcbench.cli import main
-from wcbench.leaderboard import SubmissionError, validate
+from wcbench.leaderboard import SubmissionError, render_markdown, validate
+from wcbench.video import read_video, write_video
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +76,148 @@ def test_incomplete_run_is_refused(honest_run, tmp_path):
         validate(copy)
 
 
-def test_verify_flags_a_changed_video(honest_run, tmp_path):
+def _records(folder):
+    return {p.stem: json.loads(p.read_text()) for p in sorted((folder / "cases").glob("*.json"))}
+
+
+def _save(folder, record, name=None):
+    (folder / "cases" / f"{name or record['id']}.json").write_text(json.dumps(record))
+
+
+def _relabel(record, detected):
+    """Give a record other detected labels and the accuracies that follow from them, as a
+    careful forger would."""
+    commanded, detected = np.asarray(record["labels"]["commanded"]), np.asarray(detected)
+    record["labels"]["detected"] = detected.tolist()
+    for key, hit in (("if_acc", detected == commanded),
+                     ("if_trans_acc", detected // NUM_ROTATION == commanded // NUM_ROTATION),
+                     ("if_rot_acc", detected % NUM_ROTATION == commanded % NUM_ROTATION)):
+        for clip in record["per_clip"]:
+            clip[key] = float(hit[clip["frames"][0] - 1:clip["frames"][1]].mean())
+        record[key] = float(np.mean([clip[key] for clip in record["per_clip"]]))
+
+
+def _flip_video(folder, record):
+    path = folder / record["video"]
+    write_video(path, read_video(path)[:, ::-1].copy())  # every frame upside down
+
+
+def _delete_video(folder, case_id, record):
+    (folder / record["video"]).unlink()
+
+
+def _alter_video(folder, case_id, record):
+    _flip_video(folder, record)
+
+
+def _alter_video_and_its_hash(folder, case_id, record):
+    from wcbench.scoring.case import sha256_file
+
+    _flip_video(folder, record)
+    record["video_sha256"] = sha256_file(folder / record["video"])
+    _save(folder, record)
+
+
+def _add_a_case(folder, case_id, record):
+    _save(folder, {**record, "id": "basic-short-007"})
+
+
+def _store_a_case_twice(folder, case_id, record):
+    _save(folder, record, name="zz-copy")
+
+
+def _edit_detected_labels(folder, case_id, record):
+    _relabel(record, record["labels"]["commanded"])  # claim every transition was followed
+    _save(folder, record)
+
+
+def _edit_commanded_labels(folder, case_id, record):
+    record["labels"]["commanded"] = list(record["labels"]["detected"])
+    _relabel(record, record["labels"]["detected"])
+    _save(folder, record)
+
+
+FORGERIES = {
+    "deleted video": (_delete_video, "video .* is missing"),
+    "altered video": (_alter_video, "is not the one scored"),
+    "altered video with its hash": (_alter_video_and_its_hash, "re-scoring its video gives other detected labels"),
+    "a case not in the suite": (_add_a_case, "case basic-short-007 is not in suite 'lbtiny'"),
+    "a case stored twice": (_store_a_case_twice, "recorded more than once"),
+    "edited detected labels": (_edit_detected_labels, "re-scoring its video gives other detected labels"),
+    "edited commanded labels": (_edit_commanded_labels, "commanded labels are not the ones its script commands"),
+}
+
+
+@pytest.mark.parametrize("kind", list(FORGERIES))
+def test_forged_submissions_are_refused_naming_the_case(honest_run, tmp_path, kind, capsys):
+    """Each forgery is made consistently (results.json rebuilt from the edited records, as
+    `wcbench report` does), then refused with the case named and nothing added to the board."""
     _, run = honest_run
     copy = _copy(run, tmp_path)
-    assert main(["verify", str(copy), "--sample", "2"]) == 0
-    from wcbench.video import read_video, write_video
+    case_id, record = next(iter(_records(copy).items()))
+    forge, message = FORGERIES[kind]
+    forge(copy, case_id, record)
+    report.rebuild(copy)
+    boards = tmp_path / "boards"
+    assert main(["submit", str(copy), "--leaderboards", str(boards)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    named = "basic-short-007" if kind == "a case not in the suite" else case_id
+    assert f"case {named}" in err and re.search(message, err), err
+    assert not boards.exists()
 
-    record = json.loads(next((copy / "cases").glob("*.json")).read_text())
-    frames = read_video(copy / record["video"])
-    write_video(copy / record["video"], frames[:, ::-1].copy())  # flip every frame upside down
-    assert main(["verify", str(copy), "--sample", "2"]) == 1
+
+def test_verify_checks_every_video_and_carries_on(honest_run, tmp_path, capsys):
+    _, run = honest_run
+    copy = _copy(run, tmp_path)
+    assert main(["verify", str(copy)]) == 0
+    records = list(_records(copy).values())
+    _flip_video(copy, records[0])
+    (copy / records[1]["video"]).unlink()
+    capsys.readouterr()
+    assert main(["verify", str(copy), "--sample", "0"]) == 1  # no re-score: the hashes alone flag both
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"flagged case {records[0]['id']}: video" in err and "is not the one scored" in err
+    assert f"flagged case {records[1]['id']}: video" in err and "is missing" in err
+
+
+def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run, tmp_path):
+    """Videos made elsewhere from `wcbench export`'s manifest: `score --model-name` gives a
+    folder that submit accepts (the same numbers as the run that made the videos) and verify passes."""
+    from wcbench.export import export_suite
+    from wcbench.suite import load_suite
+
+    suite_path, run = honest_run
+    export_dir = tmp_path / "export"
+    manifest = export_suite(load_suite(suite_path), export_dir)
+    rows = list(csv.DictReader(manifest.open()))
+    (export_dir / "videos").mkdir()
+    for row in rows:
+        shutil.copy(run / "videos" / f"{row['id']}.avi", export_dir / "videos" / f"{row['id']}.avi")
+        row["video"] = f"videos/{row['id']}.avi"
+    with manifest.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    scored = tmp_path / "scored"
+    assert main(["score", "--manifest", str(manifest), "--out", str(scored), "--model-name", "elsewhere-wm",
+                 "--suite", str(suite_path)]) == 0
+    boards = tmp_path / "boards"
+    assert main(["submit", str(scored), "--leaderboards", str(boards)]) == 0
+    entry = json.loads((boards / "lbtiny.jsonl").read_text())
+    assert entry["model"] == "elsewhere-wm" and entry["command"] == "score"
+    ran = json.loads((run / "results.json").read_text())["summary"]["overall"]
+    assert entry["summary"]["overall"]["if_acc"] == ran["if_acc"] and entry["summary"]["overall"]["vq"] == ran["vq"]
+    assert main(["verify", str(scored)]) == 0
+
+
+def test_frames_per_second_only_with_its_hardware():
+    summary = {"overall": {"if_acc": 0.5, "if_trans_acc": 0.5, "if_rot_acc": 0.5, "vq": 0.8, "n_ok": 2}}
+    base = {"summary": summary, "estimator": {"name": "opencv", "version": "4"}, "quality": {"name": "default"},
+            "mode": "default"}
+    entries = [{**base, "model_name": "measured", "interactivity": {"fps": 12.34, "hardware": "NVIDIA H200"}},
+               {**base, "model_name": "old-entry", "interactivity": {"fps": 99460.0}},
+               {**base, "model_name": "oracle", "interactivity": {}}]
+    table = render_markdown("s", entries)
+    assert "12.3 on NVIDIA H200" in table and "99460" not in table
+    rows = {line.split(" | ")[1]: line for line in table.splitlines() if line.startswith("| ") and "model" not in line}
+    assert rows["old-entry"].split(" | ")[-2] == "-" and rows["oracle"].split(" | ")[-2] == "-"

@@ -264,7 +264,7 @@ def _family_render(family: str, script_text: str, seed: int, pitch: float = 0.0)
 def test_open_terrain_looking_up_at_the_sky_still_moves(estimator, script):
     """Camera pitched up 8 deg: sky and far hills cover most of the frame and do not move
     with a translation; estimator v4 (the median over tracks) read these as standing still."""
-    frames, K, actions, sky = _family_render("terrain", script, seed=20, pitch=8.0)
+    frames, K, actions, sky = _family_render("terrain", script, seed=28, pitch=8.0)
     assert sky > 0.5
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimator.estimate(frames, K=K), estimator.thresholds) == expected

@@ -1,11 +1,15 @@
-"""`wcbench run`: adapters, resume after a kill, refusal of mixed folders, failure isolation,
-2-process sharding equal to 1 process."""
+"""`wcbench run`: adapters, resume after a kill, failure isolation (exceptions with their
+traceback, bad frames, hangs past timeout_s), --limit runs extended to the full suite, named
+errors for bad command lines, results.json's environment and cases.csv, the estimated camera
+path, 2-process sharding equal to 1 process. (Refusing mixed or busy folders: test_outdir.py.)"""
 
+import csv
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +19,7 @@ from wcbench.cli import main
 from wcbench.models.base import build_model
 from wcbench.models.oracle import OracleModel
 from wcbench.pose import build_estimator
-from wcbench.runner import RunConfig, RunMismatchError, run_suite
+from wcbench.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.suite import load_suite
@@ -39,7 +43,8 @@ def _comparable(out_dir):
     results = json.loads((out_dir / "results.json").read_text())
     for case in results["cases"]:
         case.pop("timing", None)
-    results.pop("interactivity", None)
+    for key in ("interactivity", "environment"):
+        results.pop(key, None)
     return results
 
 
@@ -102,19 +107,6 @@ def test_resume_after_kill_recomputes_nothing(tiny_suite, tmp_path):
     assert (killed / "cmp.json").read_text() == (clean / "cmp.json").read_text()
 
 
-def test_mixed_out_is_refused(tiny_suite, tmp_path):
-    out = tmp_path / "run"
-    suite = load_suite(tiny_suite)
-    run_suite(suite, OracleModel(), RunConfig(model="oracle"), _scorers(), out)
-    with pytest.raises(RunMismatchError, match="model/scorer config"):
-        run_suite(suite, OracleModel(), RunConfig(model="oracle", seed=1), _scorers(), out)
-    other = tmp_path / "other.yaml"
-    other.write_text(f"base: {tiny_suite}\nseed: 99\n")
-    with pytest.raises(RunMismatchError, match="another suite"):
-        run_suite(load_suite(other), OracleModel(), RunConfig(model="oracle"), _scorers(), out)
-    assert main(["run", "--suite", str(other), "--model", "oracle", "--out", str(out), "estimator=gt"]) == 2
-
-
 class _Broken(OracleModel):
     """Fails in a different way on each case, after the first."""
 
@@ -143,13 +135,106 @@ def test_failures_are_isolated(tiny_suite, tmp_path):
     records = run_suite(load_suite(tiny_suite), _Broken(), RunConfig(model="broken"), _scorers(), out)
     status = [(r["status"], r["error"]) for r in records]
     assert status[0] == ("ok", None)
-    assert "RuntimeError: out of memory" in status[1][1]
+    failed_id = records[1]["id"]
+    assert "RuntimeError: out of memory" in status[1][1] and f"cases/{failed_id}.log" in status[1][1]
+    trace = (out / "cases" / f"{failed_id}.log").read_text()
+    assert trace.startswith("Traceback") and "in reset" in trace and "out of memory" in trace
     assert "expected 12 frames" in status[2][1] and "clip 0" in status[2][1]
     assert "NaN" in status[3][1]
-    assert not (out / "videos" / f"{records[1]['id']}.avi").exists()
+    assert not (out / "videos" / f"{failed_id}.avi").exists()
+    assert not list(out.rglob("*.partial*"))  # the failed cases' videos were never half-written
+
+
+class _HangsOnSecondCase(OracleModel):
+    """Hangs (sleeps far past the limit, catching what it can) in its second case's first clip."""
+
+    def __init__(self):
+        super().__init__()
+        self.cases = 0
+
+    def reset(self, image, prompt, seed, info):
+        self.cases += 1
+        return super().reset(image, prompt, seed, info)
+
+    def step(self, actions):
+        if self.cases == 2:
+            try:
+                time.sleep(60)
+            except Exception:  # a model's own catch-all must not swallow the timeout
+                pass
+        return super().step(actions)
+
+
+def test_hanging_model_times_out_and_the_run_goes_on(tiny_suite, tmp_path):
+    out = tmp_path / "hang"
+    started = time.monotonic()
+    records = run_suite(load_suite(tiny_suite), _HangsOnSecondCase(), RunConfig(model="hangs", timeout_s=1.0),
+                        _scorers(), out)
+    assert time.monotonic() - started < 50
+    assert [r["status"] for r in records] == ["ok", "failed", "ok", "ok"]
+    assert "clip 0 timed out after 1 s" in records[1]["error"] and records[1]["id"] in records[1]["error"]
+
+
+def test_limit_run_extends_to_the_full_suite(tiny_suite, tmp_path):
+    out = tmp_path / "smoke"
+    assert main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(out), "estimator=gt",
+                 "--limit", "1"]) == 0
+    smoke = json.loads((out / "results.json").read_text())
+    assert len(smoke["cases"]) == 1
+    first = next((out / "cases").glob("*.json"))
+    before = first.read_bytes()
+    assert main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(out), "estimator=gt"]) == 0
+    full = json.loads((out / "results.json").read_text())
+    assert len(full["cases"]) == 4 and full["suite_hash"] == smoke["suite_hash"]
+    assert first.read_bytes() == before  # the smoke run's case was kept, not redone
+
+
+def test_bad_command_lines_are_named_errors(tiny_suite, tmp_path, capsys):
+    def run(*extra):
+        return main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(tmp_path / "o"), *extra])
+
+    def error():
+        return " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+
+    assert run("model_options.lag_step=3") == 2
+    assert "takes no option 'lag_step'. Did you mean 'lag_steps'? Its options: variant, lag_steps" in error()
+    assert run("estimatr=gt") == 2 and "Did you mean 'estimator'" in error()
+    assert run("+estimatr=gt") == 2 and "Did you mean 'estimator'" in error()
+    assert run("seed=abc") == 2 and "bad setting seed" in error()
+    assert run("estimator_options.no_such=1") == 2 and "no_such" in error()
+    assert not (tmp_path / "o").exists()  # nothing refused touched the disk
+    a_file = tmp_path / "a_file"
+    a_file.write_text("keep me")
+    assert main(["run", "--suite", str(tiny_suite), "--out", str(a_file)]) == 2
+    assert "is a file" in error() and a_file.read_text() == "keep me"
+
+
+def test_stand_in_models_report_no_speed(tiny_suite, tmp_path):
+    out = tmp_path / "oracle"
+    assert main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(out), "estimator=gt",
+                 "--limit", "1"]) == 0
+    assert json.loads((out / "results.json").read_text())["interactivity"] == {}
+
+
+def test_estimated_path_points_as_commanded(tiny_suite, tmp_path):
+    """The report's estimated camera path (chained clip by clip) follows the commanded one: per
+    frame transition, the estimated displacement points the way the commanded one does."""
+    out = tmp_path / "paths"
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    records = run_suite(load_suite(tiny_suite), OracleModel(), RunConfig(model="oracle"), scorers, out, limit=2)
+    for record in records:
+        commanded = np.diff(np.asarray(record["paths"]["commanded"]), axis=0)
+        estimated = np.diff(np.asarray(record["paths"]["estimated"]), axis=0)
+        moving = np.linalg.norm(commanded, axis=1) > 1e-6
+        assert moving.sum() > 20
+        a, b = commanded[moving], estimated[moving]
+        cosine = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+        assert np.median(cosine) > 0.9, record["id"]
 
 
 def test_user_model_by_module_factory(tiny_suite, tmp_path, monkeypatch):
+    """A user's model runs by MODULE:Factory; its results record their environment, its speed
+    with the hardware it was measured on, and a per-case cases.csv."""
     monkeypatch.syspath_prepend(str(REPO))
     model = build_model("examples.my_model:PanZoomModel", pixels_per_degree=3.0)
     assert model.pixels_per_degree == 3.0
@@ -159,6 +244,17 @@ def test_user_model_by_module_factory(tiny_suite, tmp_path, monkeypatch):
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     assert results["cases"][0]["status"] == "ok" and results["model"] == "examples.my_model:PanZoomModel"
+    assert results["schema_version"] == 2 and results["command"] == "run"
+    environment = results["environment"]
+    assert {"numpy", "python", "worldcompass-bench"} <= set(environment["packages"])
+    assert environment["hardware"]["cores"] >= 1 and environment["hardware"]["cpu"]
+    assert environment["created"].endswith("+00:00")
+    speed = results["interactivity"]
+    assert speed["fps"] > 0 and speed["hardware"] == results["cases"][0]["timing"]["hardware"]
+    rows = list(csv.DictReader((out / "cases.csv").open()))
+    assert [r["id"] for r in rows] == [results["cases"][0]["id"]]
+    assert rows[0]["status"] == "ok" and float(rows[0]["fps"]) > 0 and rows[0]["video_sha256"] == \
+        results["cases"][0]["video_sha256"]
 
 
 def test_videos_adapter_replays_a_run(tiny_suite, tmp_path):

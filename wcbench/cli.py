@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,7 +26,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 console = Console(stderr=True)
-CONF_DIR = Path(__file__).parent / "conf"
 
 
 class UsageError(Exception):
@@ -33,25 +33,17 @@ class UsageError(Exception):
 
 
 def load_config(overrides: list[str], name: str = "run") -> Any:
-    """Compose ``conf/<name>/<name>.yaml`` with hydra-style ``key=value`` overrides."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
+    """The checked settings of ``conf/<name>/<name>.yaml`` with ``key=value`` overrides."""
+    from wcbench.settings import SettingsError, load_settings
 
-    bad = [item for item in overrides if "=" not in item]
-    if bad:
-        raise UsageError(f"unexpected argument(s) {bad}: settings are key=value, e.g. estimator=gt seed=3")
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR / name), version_base=None):
-            return compose(config_name=name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as err:
-        raise UsageError(f"bad setting: {err}") from err
+        return load_settings(overrides, name)
+    except SettingsError as err:
+        raise UsageError(str(err)) from err
 
 
 def build_scorers(cfg: Any):
-    """Estimator + quality scorer + mode from a composed config."""
-    from omegaconf import OmegaConf
-
+    """Estimator + quality scorer + mode from the settings."""
     from wcbench.pose import build_estimator
     from wcbench.scoring.case import Scorers
     from wcbench.scoring.following import MODES
@@ -59,9 +51,13 @@ def build_scorers(cfg: Any):
 
     if cfg.mode not in MODES:
         raise UsageError(f"mode={cfg.mode!r} is not one of {', '.join(MODES)}")
-    estimator = build_estimator(cfg.estimator, **OmegaConf.to_container(cfg.estimator_options))
-    quality = build_quality_scorer(cfg.quality, **OmegaConf.to_container(cfg.quality_options))
-    return Scorers(estimator, quality, cfg.mode)
+    try:
+        estimator = build_estimator(cfg.estimator, **cfg.estimator_options)
+        quality = build_quality_scorer(cfg.quality, **cfg.quality_options)
+    except TypeError as err:  # an option the constructor does not take
+        raise UsageError(f"bad scorer option: {err}") from err
+    return Scorers(estimator, quality, cfg.mode,
+                   options={"estimator": dict(cfg.estimator_options), "quality": dict(cfg.quality_options)})
 
 
 def progress_bar() -> Progress:
@@ -70,13 +66,13 @@ def progress_bar() -> Progress:
 
 
 def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
-    """Merge the per-case records into results.json, summary.csv and report.html; print the table."""
+    """Merge the per-case records into results.json, summary.csv, cases.csv and report.html;
+    print the table."""
     from wcbench import report
-
-    records = report.load_records(out_dir)
-    results = report.build_results({**header, **(extra or {})}, records)
     from wcbench.storage import write_json
 
+    records = report.load_records(out_dir)
+    results = report.build_results(report.results_header({**header, **(extra or {})}), records)
     write_json(out_dir / "results.json", results)
     report.write_report(out_dir, results)
     report.print_summary(results["summary"], title=f"{header.get('model', 'videos')} on "
@@ -84,8 +80,19 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     failed = [r for r in records if r.get("status") != "ok"]
     for record in failed:
         console.print(f"[red]failed[/red] {record['id']}: {record.get('error')}")
+    for record in records:
+        for warning in record.get("warnings") or []:
+            console.print(f"[yellow]warning[/yellow] {record['id']}: {warning}")
     console.print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}")
     return 1 if failed else 0
+
+
+def _check_out(path: str) -> Path:
+    from wcbench.outdir import require_folder
+
+    out_dir = Path(path)
+    require_folder(out_dir)
+    return out_dir
 
 
 # ---------------------------------------------------------------- commands
@@ -113,11 +120,9 @@ def _launcher(device: str) -> Any:
 
 def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
     """Model options from ``model_options.KEY=...`` settings and ``--model-args k=v,...`` (not both for one key)."""
-    from omegaconf import OmegaConf
-
     from wcbench.models.plugin import parse_model_args
 
-    options = OmegaConf.to_container(cfg.model_options)
+    options = dict(cfg.model_options)
     extra = parse_model_args(model_args) if model_args else {}
     twice = sorted(set(options) & set(extra))
     if twice:
@@ -132,77 +137,113 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.overrides)
     suite = load_suite(args.suite)
-    if args.limit:
-        from dataclasses import replace
-
-        suite = replace(suite, cases=suite.cases[:args.limit])
+    if args.limit < 0:
+        raise UsageError(f"--limit {args.limit}: give a number of cases >= 1 (0: all)")
+    out_dir = _check_out(args.out)
     accelerator = _launcher(cfg.device)
     options = model_options(cfg, args.model_args)
-    run = RunConfig(model=args.model, model_options=options, seed=cfg.seed)
+    run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s)
     scorers = build_scorers(cfg)
     model = build_model(args.model, include_paths=args.include_path or (), **options)
-    out_dir = Path(args.out)
-    if accelerator.is_main_process:
-        console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(suite.cases)} cases, "
-                      f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
-                      + (f" on {accelerator.num_processes} processes" if accelerator.num_processes > 1 else ""))
-    progress = progress_bar() if accelerator.is_main_process else None
-    if progress:
-        with progress:
-            run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
-                      world_size=accelerator.num_processes, progress=progress, device=str(accelerator.device))
-    else:
-        run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
-                  world_size=accelerator.num_processes, device=str(accelerator.device))
-    accelerator.wait_for_everyone()
-    if not accelerator.is_main_process:
-        return 0
-    from wcbench import report
-
-    records = report.load_records(out_dir)
-    missing = sorted({c.id for c in suite.cases} - {r["id"] for r in records})
-    if missing:
-        raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
     header = run_header(suite, run, scorers)
-    header["model_name"] = getattr(model, "name", args.model)
-    speed = interactivity(records)
-    _print_interactivity(args.model, speed)
-    return _finish(out_dir, header, {"interactivity": speed})
+    cases = suite.cases[:args.limit] if args.limit else suite.cases
+    with _claim(out_dir, header, accelerator):
+        if accelerator.is_main_process:
+            console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(cases)} of {len(suite.cases)} cases, "
+                          f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
+                          + (f" on {accelerator.num_processes} processes" if accelerator.num_processes > 1 else ""))
+        progress = progress_bar() if accelerator.is_main_process else None
+        with progress or nullcontext():
+            run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
+                      world_size=accelerator.num_processes, limit=args.limit, progress=progress,
+                      device=str(accelerator.device))
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return 0
+        from wcbench import report
+
+        records = report.load_records(out_dir)
+        done = {r["id"] for r in records}
+        missing = [c.id for c in cases if c.id not in done]
+        if missing:
+            raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
+        header["model_name"] = getattr(model, "name", args.model)
+        speed = interactivity(records, reports_speed=getattr(model, "reports_speed", True))
+        _print_interactivity(args.model, speed, getattr(model, "reports_speed", True))
+        return _finish(out_dir, header, {"interactivity": speed})
 
 
-def _print_interactivity(model: str, speed: dict) -> None:
+@contextmanager
+def _claim(out_dir: Path, header: dict, accelerator: Any = None) -> Iterator[None]:
+    """Claim and lock the folder (:func:`wcbench.outdir.claim_out_dir`) for the whole block, on
+    rank 0 of a sharded run; the other ranks learn whether it could and then check the claim
+    themselves. A refusal is a UsageError (exit 2), with the folder untouched."""
+    from wcbench.outdir import OutDirError, check_out_dir, claim_out_dir
+    from wcbench.storage import FolderBusyError
+
+    is_main = accelerator is None or accelerator.is_main_process
+    with ExitStack() as stack:
+        refusal = None
+        if is_main:
+            try:
+                stack.enter_context(claim_out_dir(out_dir, header))
+            except (OutDirError, FolderBusyError) as err:
+                refusal = str(err)
+        if accelerator is not None and accelerator.num_processes > 1:
+            from accelerate.utils import broadcast_object_list
+
+            refusal = broadcast_object_list([refusal])[0]
+        if refusal:
+            raise UsageError(refusal)
+        if not is_main:
+            check_out_dir(out_dir, header)
+        yield
+
+
+def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
+    if not reports_speed:
+        console.print(f"[dim]{model}: no frames/s reported (a stand-in that generates nothing: its speed says "
+                      "nothing about a world model)[/dim]")
+        return
     if not speed:
         return
-    table = Table(title=f"interactivity: {model}")
+    table = Table(title=f"interactivity: {model} on {speed['hardware']}")
     for column in ("clip latency (s)", "p95 (s)", "frames/s", "peak memory (MB)"):
         table.add_column(column, justify="right")
-    table.add_row(f"{speed['clip_latency_s']:.3f}", f"{speed['clip_latency_p95_s']:.3f}", f"{speed['fps']:.1f}",
+    fps = f"{speed['fps']:.1f}" if "fps" in speed else "- (mixed hardware)"
+    table.add_row(f"{speed['clip_latency_s']:.3f}", f"{speed['clip_latency_p95_s']:.3f}", fps,
                   f"{speed['peak_mem_mb']:.0f}")
     console.print(table)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    import wcbench
-    from wcbench.manifest import score_manifest
+    from wcbench.manifest import manifest_suite, read_manifest, score_header, score_manifest
 
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
-    out_dir = Path(args.out)
-    from wcbench.manifest import read_manifest
-
-    total = len(read_manifest(args.manifest))
-    with progress_bar() as progress:
-        task = progress.add_task("scoring", total=total)
-        score_manifest(args.manifest, out_dir, scorers,
-                       on_case=lambda record: progress.update(task, advance=1, description=f"scored {record['id']}"))
-    header = {"version": wcbench.__version__, **scorers.header(), "manifest": str(Path(args.manifest).resolve())}
-    return _finish(out_dir, header)
+    out_dir = _check_out(args.out)
+    manifest = Path(args.manifest)
+    rows = read_manifest(manifest)
+    suite = manifest_suite(rows, manifest, args.suite)
+    model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
+    header = score_header(manifest, scorers, model_name, suite)
+    with _claim(out_dir, header):
+        with progress_bar() as progress:
+            task = progress.add_task("scoring", total=len(rows))
+            score_manifest(manifest, out_dir, scorers, suite,
+                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record['id']}"))
+        return _finish(out_dir, header)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from wcbench import report
+    from wcbench.storage import FolderBusyError, folder_lock
 
-    results = report.rebuild(Path(args.results_dir))
+    try:
+        with folder_lock(Path(args.results_dir), "wcbench report"):
+            results = report.rebuild(Path(args.results_dir))
+    except FolderBusyError as err:
+        raise UsageError(str(err)) from err
     report.print_summary(results["summary"], title=str(args.results_dir))
     console.print(f"rebuilt {Path(args.results_dir) / 'report.html'}")
     return 0
@@ -253,7 +294,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from wcbench.leaderboard import submit
 
-    return submit(Path(args.results_dir), Path(args.leaderboards), console)
+    return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.seed)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -280,8 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="generate and score every case of a suite with a world model",
                        description="Generate each case clip by clip with MODEL, store the video and a record per "
-                                   "case, score them, and write results.json, summary.csv and report.html. A rerun "
-                                   "into the same --out finishes an interrupted run. Shard across processes with "
+                                   "case, score them, and write results.json, summary.csv, cases.csv and "
+                                   "report.html. A rerun into the same --out finishes an interrupted run; a folder "
+                                   "made by another command, suite or config, or in use by another process, is "
+                                   "refused untouched. A model that raises or runs past timeout_s (per call) fails "
+                                   "its case only. Shard across processes with "
                                    "`accelerate launch --multi_gpu --num_processes N -m wcbench run ...`.")
     p.add_argument("--suite", default="wc-mini", help="suite name (see `wcbench suites`) or YAML path [wc-mini]")
     p.add_argument("--model", default="oracle",
@@ -293,19 +337,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-path", action="append", metavar="DIR",
                    help="a folder to import MODULE:FACTORY (and loaders) from, repeatable")
     p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
-    p.add_argument("--limit", type=int, default=0, help="run only the first N cases (smoke tests)")
+    p.add_argument("--limit", type=int, default=0,
+                   help="run only the first N cases (a smoke test; rerun without --limit into the same --out to "
+                        "finish the suite)")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score videos made elsewhere, listed in a manifest",
                        description="Score every row of a CSV/JSONL manifest (columns id, video, actions; optional "
-                                   "prompt, fov_deg, step_translation, step_degrees). A bad row fails only its case.")
+                                   "prompt, fov_deg, step_translation, step_degrees). A bad row fails only its case. "
+                                   "A manifest from `wcbench export` names its suite: its rows are checked against "
+                                   "the suite, and the results folder can be submitted to the suite's leaderboard. "
+                                   "A rerun into the same --out skips rows already scored from the same video.")
     p.add_argument("--manifest", required=True, help="CSV or JSONL manifest")
-    p.add_argument("--out", required=True, help="results folder")
+    p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
+    p.add_argument("--model-name", default=None,
+                   help="the model that made the videos, as results and leaderboards name it "
+                        "[videos:<the manifest's folder name>]")
+    p.add_argument("--suite", default=None,
+                   help="the suite's YAML file, when the manifest's suite is not built in (or to check a "
+                        "manifest without suite columns against a suite)")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_score)
 
-    p = sub.add_parser("report", help="rebuild results.json, summary.csv and report.html from stored records")
+    p = sub.add_parser("report", help="rebuild results.json, summary.csv, cases.csv and report.html from stored "
+                                      "records")
     p.add_argument("results_dir")
     p.set_defaults(func=cmd_report)
 
@@ -337,14 +393,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("models", help="list registered world models").set_defaults(func=cmd_models)
 
     default_boards = os.environ.get("WCBENCH_LEADERBOARDS", "leaderboards")
-    p = sub.add_parser("submit", help="validate a results folder and add it to leaderboards/<suite>")
+    sample_help = "cases to re-score from their videos [at least 3 or 10%%]"
+    seed_help = "seed of the re-scored sample [derived from the videos' hashes]"
+    p = sub.add_parser("submit", help="validate a results folder and add it to leaderboards/<suite>",
+                       description="Check a results folder of `wcbench run` (or of `wcbench score` on an exported "
+                                   "manifest) end to end: suite, scorers, every case exactly once, numbers against "
+                                   "labels, every video against its hash, and a re-score of a sample of cases. "
+                                   "Then append it to leaderboards/<suite>.jsonl and re-render <suite>.md.")
     p.add_argument("results_dir")
     p.add_argument("--leaderboards", default=default_boards)
+    p.add_argument("--sample", type=int, default=None, help=sample_help)
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.set_defaults(func=cmd_submit)
-    p = sub.add_parser("verify", help="re-score K stored videos and flag any case whose scores differ")
+    p = sub.add_parser("verify", help="check every video's hash, re-score a sample, flag cases that differ",
+                       description="Check every stored video against its record's hash and re-score a sample of "
+                                   "cases with the recorded scorers; every missing or changed video and every "
+                                   "differing case is flagged (exit status 1), and the check goes on.")
     p.add_argument("results_dir")
-    p.add_argument("--sample", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample", type=int, default=None, help=sample_help)
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("leaderboard", help="print a suite's leaderboard")
     p.add_argument("suite")
@@ -360,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]: finished cases are saved; rerun the same command to resume")
         return 130
-    except (UsageError, FileNotFoundError, ValueError, RuntimeError) as err:
+    except (UsageError, OSError, ValueError, RuntimeError) as err:
         if os.environ.get("WCBENCH_DEBUG"):
             raise
         console.print(f"[red]error:[/red] {escape(str(err))}")  # escape: messages hold [brackets]

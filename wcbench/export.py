@@ -8,7 +8,7 @@ the default), ``matrix_game.json`` (per-frame keyboard and mouse arrays) and
 ``text_actions.json`` (key/camera strings and action sentences). Each case folder is built
 under a temporary name and renamed when complete, a format asked for later is added to the
 finished folders, and ``manifest.csv`` is written last, so an interrupted export leaves
-nothing that looks finished.
+nothing that looks finished. The manifest names the suite and its content hash on every row.
 """
 
 from __future__ import annotations
@@ -68,11 +68,14 @@ def export_case(suite: Suite, case: Case, out_dir: Path, formats: Sequence[str] 
 
 def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], None] | None = None,
                  formats: Sequence[str] = ("worldplay",)) -> Path:
-    """Export every case, then write ``manifest.csv`` pointing at ``videos/<id>.mp4``."""
+    """Export every case, then write ``manifest.csv`` pointing at ``videos/<id>.mp4``; its
+    ``suite`` and ``suite_hash`` columns tie the videos to this suite version, so that their
+    scores (``wcbench score``) can go on the suite's leaderboard."""
     unknown = sorted(set(formats) - set(controls.FORMATS))
     if unknown:
         raise ValueError(f"unknown export format(s) {unknown}; known: {', '.join(controls.FORMATS)}")
     out_dir = Path(out_dir)
+    suite_hash = suite.content_hash()
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for case in suite.cases:
@@ -80,7 +83,7 @@ def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], No
         rows.append({"id": case.id, "video": f"videos/{case.id}.mp4", "actions": case.script,
                      "prompt": (out_dir / case.id / "prompt.txt").read_text().strip(), "fov_deg": suite.fov_deg,
                      "step_translation": suite.step_translation, "step_degrees": suite.step_degrees,
-                     "track": case.track, "horizon": case.horizon})
+                     "track": case.track, "horizon": case.horizon, "suite": suite.name, "suite_hash": suite_hash})
         if on_case:
             on_case(case)
     buffer = io.StringIO()

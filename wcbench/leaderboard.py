@@ -2,9 +2,12 @@
 ``leaderboards/<suite>.jsonl`` (re-rendering ``<suite>.md``); ``verify`` re-scores stored
 videos; ``leaderboard`` prints the table.
 
-Submit trusts nothing it can recompute: every case's accuracy is recomputed from its stored
-labels, every aggregate from the cases, and the suite hash and scorer versions must be the
-ones this wcbench has.
+Submit trusts nothing it can recompute: the suite hash, scorer versions and thresholds must be
+this wcbench's; every suite case must be present exactly once and nothing else; each case's
+script and commanded labels must be the suite's, its accuracy must follow from its labels, every
+aggregate from the cases; every video must be present with the hash its record holds; and a
+seeded sample of cases is re-scored from the videos (:mod:`wcbench.audit`). Results of
+``wcbench run`` and of ``wcbench score`` on a manifest exported from the suite are accepted alike.
 """
 
 from __future__ import annotations
@@ -63,27 +66,26 @@ def _recompute_case(record: dict, where: str) -> None:
         raise SubmissionError(f"{where}: vq={record['vq']} does not match its clips ({np.mean(vq_clips)})")
 
 
-def validate(results_dir: Path) -> tuple[dict, list[dict]]:
-    """Check a results folder end to end; returns (results, full case records)."""
-    from wcbench.pose import build_estimator
-    from wcbench.report import load_records, summarize
-    from wcbench.scoring.quality import build_quality_scorer
-    from wcbench.suite import load_suite
+def _load_suite(results: dict, results_path: Path):
+    from wcbench.suite import SuiteError, load_suite
 
-    results_path = results_dir / "results.json"
-    if not results_path.exists():
-        raise SubmissionError(f"{results_path}: not found; run `wcbench run` first")
-    results = read_json(results_path)
-    missing = [k for k in _HEADER_KEYS if k not in results]
-    if missing:
-        raise SubmissionError(f"{results_path}: missing {missing} (only `wcbench run` results can be submitted)")
     try:
         suite = load_suite(results["suite"])
-    except ValueError:  # not a built-in suite: the file the run used
-        suite = load_suite(results.get("suite_source") or results["suite"])
+    except SuiteError:  # not a built-in suite: the file the run used
+        try:
+            suite = load_suite(results.get("suite_source") or results["suite"])
+        except SuiteError as err:
+            raise SubmissionError(f"{results_path}: cannot load suite {results['suite']!r}: {err}") from err
     if results["suite_hash"] != suite.content_hash():
         raise SubmissionError(f"{results_path}: suite hash {results['suite_hash']} is not the current "
                               f"{suite.name} ({suite.content_hash()}); rerun on the current suite")
+    return suite
+
+
+def _check_scorers(results: dict, results_path: Path) -> None:
+    from wcbench.pose import build_estimator
+    from wcbench.scoring.quality import build_quality_scorer
+
     estimator = build_estimator(results["estimator"]["name"])
     if estimator.name == "gt":
         raise SubmissionError(f"{results_path}: scored with the gt estimator, which reads the model's own "
@@ -91,24 +93,86 @@ def validate(results_dir: Path) -> tuple[dict, list[dict]]:
     if results["estimator"]["version"] != estimator.version:
         raise SubmissionError(f"{results_path}: estimator {estimator.name} version "
                               f"{results['estimator']['version']} != current {estimator.version}; re-score")
+    current = estimator.thresholds
+    stored = results["estimator"].get("thresholds") or {}
+    if any(not _close(stored.get(k), getattr(current, k)) for k in ("translation", "rotation_deg", "secondary_ratio")):
+        raise SubmissionError(f"{results_path}: estimator thresholds {stored} are not this wcbench's "
+                              f"{estimator.name} thresholds; re-score with them")
     quality = build_quality_scorer(results["quality"]["name"])
     if results["quality"]["version"] != quality.version:
         raise SubmissionError(f"{results_path}: quality scorer {quality.name} version "
                               f"{results['quality']['version']} != current {quality.version}; re-score")
-    records = load_records(results_dir)
-    by_id = {r["id"]: r for r in records}
-    absent = sorted({c.id for c in suite.cases} - set(by_id))
+
+
+def _check_case_set(results_dir: Path, suite, records: list[dict]) -> None:
+    """Every suite case exactly once (one record file, named by its id), nothing else, all ok."""
+    stems = {p.stem for p in (results_dir / "cases").glob("*.json") if not p.name.startswith(".")}
+    for record in records:
+        if record["id"] not in stems:
+            raise SubmissionError(f"{results_dir}: case {record['id']}: its record is stored under another name")
+    ids = [r["id"] for r in records]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise SubmissionError(f"{results_dir}: case {repeated[0]}: recorded more than once")
+    wanted = {c.id for c in suite.cases}
+    extra = sorted(set(ids) - wanted)
+    if extra:
+        raise SubmissionError(f"{results_dir}: case {extra[0]} is not in suite {suite.name!r}"
+                              + (f" (nor {extra[1:4]})" if len(extra) > 1 else "") + "; remove it")
+    absent = sorted(wanted - set(ids))
     failed = sorted(r["id"] for r in records if r.get("status") != "ok")
     if absent or failed:
         raise SubmissionError(f"{results_dir}: incomplete run: {len(absent)} case(s) missing {absent[:3]}, "
-                              f"{len(failed)} failed {failed[:3]}; rerun `wcbench run` into it to finish")
-    listed = {c["id"]: c for c in results["cases"]}
+                              f"{len(failed)} failed {failed[:3]}; rerun the same command into it to finish")
+
+
+def _check_case(record: dict, case, mode: str, where: str) -> None:
+    """The record is the suite's case: same script, track, horizon, length, commanded labels;
+    its accuracies follow from its labels."""
+    from wcbench.scoring.following import commanded_labels
+
+    for key, wanted in (("script", case.script), ("track", case.track), ("horizon", case.horizon),
+                        ("num_frames", case.num_frames)):
+        if record.get(key) != wanted:
+            raise SubmissionError(f"{where}: {key}={record.get(key)!r} but the suite's case has {wanted!r}")
+    stored = list((record.get("labels") or {}).get("commanded") or [])
+    if stored != commanded_labels(case.parsed()).tolist():
+        raise SubmissionError(f"{where}: stored commanded labels are not the ones its script commands")
+    _recompute_case({**record, "mode": mode}, where)
+
+
+def validate(results_dir: Path, sample: int | None = None, seed: int | None = None) -> tuple[dict, list[dict]]:
+    """Check a results folder end to end; returns (results, full case records).
+
+    ``sample`` cases (default: at least 3 or 10 %) are re-scored from their videos under
+    ``seed`` (default: derived from the videos' hashes). Raises SubmissionError naming the case.
+    """
+    from wcbench import audit
+    from wcbench.report import load_records, summarize
+
+    results_path = results_dir / "results.json"
+    if not results_path.exists():
+        raise SubmissionError(f"{results_path}: not found; run `wcbench run` (or `wcbench score` on an exported "
+                              "manifest) first")
+    results = read_json(results_path)
+    missing = [k for k in _HEADER_KEYS if k not in results]
+    if missing:
+        raise SubmissionError(f"{results_path}: missing {missing} (only results of `wcbench run`, or of `wcbench "
+                              "score` on a manifest from `wcbench export`, can be submitted)")
+    suite = _load_suite(results, results_path)
+    _check_scorers(results, results_path)
+    records = load_records(results_dir)
+    _check_case_set(results_dir, suite, records)
+    cases = {c.id: c for c in suite.cases}
+    listed = [c["id"] for c in results["cases"]]
+    if sorted(listed) != sorted(r["id"] for r in records):
+        odd = sorted(set(listed) ^ {r["id"] for r in records} or {i for i in listed if listed.count(i) > 1})
+        raise SubmissionError(f"{results_path}: case {odd[0]}: results.json's cases are not the records' cases")
+    rows = {c["id"]: c for c in results["cases"]}
     for record in records:
         where = f"{results_dir}: case {record['id']}"
-        _recompute_case({**record, "mode": results["mode"]}, where)
-        row = listed.get(record["id"])
-        if row is None or any(not _close(row.get(k), record.get(k))
-                              for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
+        _check_case(record, cases[record["id"]], results["mode"], where)
+        if any(not _close(rows[record["id"]].get(k), record.get(k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
             raise SubmissionError(f"{where}: results.json row differs from the case record")
     summary = summarize(records)
     for key, block in summary.items():
@@ -117,6 +181,16 @@ def validate(results_dir: Path) -> tuple[dict, list[dict]]:
             if not _close(value, stored.get(field)):
                 raise SubmissionError(f"{results_path}: summary {key}.{field}={stored.get(field)} but the cases "
                                       f"give {value}; numbers were edited or the run is mixed")
+    for record in records:
+        finding = audit.check_video(results_dir, record)
+        if finding:
+            raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
+    scorers = audit.recorded_scorers(results)
+    seed = audit.default_seed(records) if seed is None else seed
+    for record in audit.choose_sample(records, audit.sample_size(len(records), sample), seed):
+        _, finding = audit.audit_case(results_dir, record, scorers)
+        if finding:
+            raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
     return results, records
 
 
@@ -128,7 +202,7 @@ def _entry(results: dict, results_dir: Path) -> dict:
         "estimator": results["estimator"], "quality": results["quality"], "mode": results["mode"],
         "wcbench_version": results["version"], "summary": results["summary"],
         "interactivity": results.get("interactivity", {}), "submitted": dt.date.today().isoformat(),
-        "source": results_dir.name,
+        "source": results_dir.name, "command": results.get("command", "run"),
     }
 
 
@@ -152,8 +226,16 @@ def _rows(entries: list[dict]) -> list[list[str]]:
         rows.append([str(rank), entry["model_name"], _fmt(overall["if_acc"], overall.get("if_acc_ci")),
                      _fmt(overall["if_trans_acc"]), _fmt(overall["if_rot_acc"]),
                      _fmt(float(np.mean(combined)) if combined else None), _fmt(overall["vq"], overall.get("vq_ci")),
-                     f"{speed['fps']:.1f}" if speed.get("fps") else "-", str(overall.get("n_ok", basic.get("n", "")))])
+                     _speed(entry.get("interactivity") or {}), str(overall.get("n_ok", basic.get("n", "")))])
     return rows
+
+
+def _speed(interactivity: dict) -> str:
+    """Frames/s with the hardware it was measured on; "-" without one of them (stand-in models
+    such as the oracle record none, and a frame rate without its machine means nothing)."""
+    if not interactivity.get("fps") or not interactivity.get("hardware"):
+        return "-"
+    return f"{interactivity['fps']:.1f} on {interactivity['hardware']}"
 
 
 _COLUMNS = ["#", "model", "IF acc [95% CI]", "IF trans", "IF rot", "IF combined", "VQ [95% CI]", "frames/s", "cases"]
@@ -163,7 +245,8 @@ def render_markdown(suite: str, entries: list[dict]) -> str:
     lines = [f"# Leaderboard: {suite}", "",
              "IF acc: share of frame transitions whose estimated camera motion matches the commanded action "
              "(81 classes); VQ: visual quality, higher is better. Brackets: bootstrap 95% intervals over cases. "
-             "Generated by `wcbench submit`; do not edit by hand.", "",
+             "frames/s: generation speed on the hardware named (none for stand-ins that generate nothing, "
+             "such as the oracle or replayed videos). Generated by `wcbench submit`; do not edit by hand.", "",
              "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(entries)]
     scorers = {(e["estimator"]["name"], e["estimator"]["version"], e["quality"]["name"], e["mode"]) for e in entries}
@@ -177,9 +260,11 @@ def read_entries(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def submit(results_dir: Path, boards: Path, console: Console) -> int:
-    """Validate and append; refuses duplicates (same suite, model and config hash)."""
-    results, _ = validate(results_dir)
+def submit(results_dir: Path, boards: Path, console: Console, sample: int | None = None,
+           seed: int | None = None) -> int:
+    """Validate (re-scoring ``sample`` cases under ``seed``) and append; refuses duplicates
+    (same suite, model and config hash)."""
+    results, _ = validate(results_dir, sample, seed)
     jsonl = boards / f"{results['suite']}.jsonl"
     entries = read_entries(jsonl)
     for entry in entries:
@@ -207,40 +292,43 @@ def print_leaderboard(suite: str, boards: Path, console: Console) -> int:
     return 0
 
 
-def verify(results_dir: Path, sample: int, seed: int, console: Console) -> int:
-    """Re-score ``sample`` stored videos with the recorded scorers; flag differing cases."""
-    from wcbench.actions import Thresholds, parse_script
-    from wcbench.pose import build_estimator
+def verify(results_dir: Path, sample: int | None, seed: int | None, console: Console) -> int:
+    """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
+    10 %, seeded by the videos' hashes) with the recorded scorers; flag every case that differs
+    or whose video is missing, and go on to the next. Exit status 1 when any case is flagged."""
+    from wcbench import audit
     from wcbench.report import load_records
-    from wcbench.scoring.case import Scorers, score_frames, sha256_file
-    from wcbench.scoring.quality import build_quality_scorer
-    from wcbench.video import read_video
 
-    results = read_json(results_dir / "results.json")
-    estimator = build_estimator(results["estimator"]["name"])
-    if estimator.name == "gt":
+    results_path = results_dir / "results.json"
+    if not results_path.exists():
+        raise SubmissionError(f"{results_path}: not found; nothing to verify")
+    results = read_json(results_path)
+    if results["estimator"]["name"] == "gt":
         raise SubmissionError("gt-scored runs read the model's poses, not the video: nothing to re-score")
-    estimator.thresholds = Thresholds(**results["estimator"]["thresholds"])
-    scorers = Scorers(estimator, build_quality_scorer(results["quality"]["name"]), results["mode"])
+    scorers = audit.recorded_scorers(results)
     records = [r for r in load_records(results_dir) if r.get("status") == "ok"]
-    rng = np.random.default_rng(seed)
-    chosen = [records[i] for i in sorted(rng.choice(len(records), min(sample, len(records)), replace=False))]
-    table = Table(title=f"verify {results_dir} ({len(chosen)} of {len(records)} cases)")
-    for column in ("case", "video hash", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
+    video_findings = {r["id"]: audit.check_video(results_dir, r) for r in records}
+    seed = audit.default_seed(records) if seed is None else seed
+    chosen = audit.choose_sample(records, audit.sample_size(len(records), sample), seed)
+    table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored")
+    for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
         table.add_column(column)
-    flagged = 0
-    for record in chosen:
-        video = Path(record["video"])
-        video = video if video.is_absolute() else results_dir / video
-        hash_ok = sha256_file(video) == record.get("video_sha256")
-        fields = score_frames(read_video(video), parse_script(record["script"]), scorers,
-                                    prompt=record.get("prompt", ""), fov_deg=record.get("fov_deg"),
-                                    latents_per_clip=record.get("latents_per_clip", 4))
-        same = hash_ok and all(_close(fields[k], record[k]) for k in ("if_acc", "if_trans_acc", "if_rot_acc")) \
-            and (record["vq"] is None or abs(fields["vq"] - record["vq"]) <= 1e-6)
-        flagged += not same
-        table.add_row(record["id"], "ok" if hash_ok else "[red]changed[/red]", _fmt(record["if_acc"]),
-                      _fmt(fields["if_acc"]), _fmt(record["vq"]), _fmt(fields["vq"]),
-                      "[green]same[/green]" if same else "[red]DIFFERS[/red]")
+    flagged = []
+    chosen_ids = {r["id"] for r in chosen}
+    for record in sorted(records, key=lambda r: r["id"]):
+        video_finding = video_findings[record["id"]]
+        finding, fields = video_finding, None
+        if finding is None and record["id"] in chosen_ids:
+            fields, finding = audit.audit_case(results_dir, record, scorers)
+        elif finding is None:
+            continue  # hash checked, not in the re-scored sample
+        if finding:
+            flagged.append(finding)
+        video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
+        table.add_row(record["id"], video if video == "ok" else f"[red]{video}[/red]", _fmt(record["if_acc"]),
+                      _fmt(fields["if_acc"]) if fields else "-", _fmt(record["vq"]),
+                      _fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
     Console().print(table)
+    for finding in flagged:
+        console.print(f"[red]flagged[/red] case {finding.case}: {finding.problem}")
     return 1 if flagged else 0

@@ -1,33 +1,58 @@
 """``wcbench score --manifest``: score videos made anywhere.
 
-A manifest is CSV or JSONL, one case per row: ``id``, ``video`` (an mp4/avi file or a folder
-of numbered frames, relative paths against the manifest's folder), ``actions`` (a script),
-optional ``prompt``, ``fov_deg`` (horizontal), ``step_translation``, ``step_degrees``.
-A bad row fails its own case with a reason; the other cases are still scored.
+A manifest is CSV or JSONL (UTF-8, a byte-order mark is fine), one case per row: ``id``,
+``video`` (an mp4/avi file or a folder of numbered frames, relative paths against the
+manifest's folder), ``actions`` (a script), optional ``prompt``, ``fov_deg`` (horizontal),
+``step_translation``, ``step_degrees``. A bad row fails its own case with a reason; the other
+cases are still scored. Videos are decoded and scored clip by clip, never held whole.
+
+A manifest written by ``wcbench export`` also names its suite (``suite``, ``suite_hash``,
+``track``, ``horizon`` columns): its rows are then checked against that suite's cases, and
+the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import wcbench
 from wcbench.actions import ScriptError, StepSizes, parse_script, script_trajectory
-from wcbench.scoring.case import Scorers, score_frames, sha256_file
-from wcbench.storage import write_json
-from wcbench.video import VideoReadError, read_video
+from wcbench.runner import RunConfig, config_hash
+from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
+from wcbench.storage import read_json, write_json
+from wcbench.suite import Suite, SuiteError, load_suite
+from wcbench.video import VideoReadError, VideoSource
 
 REQUIRED = ("id", "video", "actions")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees")
+SUITE_COLUMNS = ("suite", "suite_hash")
 
 
 class ManifestError(ValueError):
     """The manifest as a whole is unreadable (as opposed to one bad row)."""
+
+
+@dataclass
+class RawRow:
+    """One manifest row as read: its line in the file, its values by column, and any values
+    beyond the header's columns (CSV only: a sign of unquoted commas)."""
+
+    line: int
+    values: dict
+    extra: list = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return str(self.values.get("id"))
 
 
 @dataclass
@@ -50,29 +75,55 @@ def _optional_float(value, name: str, row_id: str) -> float | None:
         raise ValueError(f"case {row_id}: {name}={value!r} is not a number") from None
 
 
-def read_manifest(path: str | Path) -> list[dict]:
-    """Raw rows of a CSV or JSONL manifest; raises ManifestError naming the file and line."""
+def _decode(path: Path) -> str:
+    """The file as text: UTF-8 with any byte-order mark dropped; otherwise an error naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ManifestError(f"{path}: line {line}: not UTF-8 (byte 0x{data[err.start]:02x}); save the manifest "
+                            "as UTF-8") from None
+
+
+def _read_rows(path: Path, text: str) -> list[RawRow]:
+    if path.suffix.lower() in (".jsonl", ".json"):
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                values = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ManifestError(f"{path}: line {number}: not valid JSON ({err})") from err
+            if not isinstance(values, dict):
+                raise ManifestError(f"{path}: line {number}: each line must be a JSON object")
+            rows.append(RawRow(number, values))
+        return rows
+    reader = csv.DictReader(io.StringIO(text, newline=""), restkey="\0extra")
+    rows = []
+    for values in reader:
+        extra = values.pop("\0extra", None) or []
+        rows.append(RawRow(reader.line_num, values, extra))
+    return rows
+
+
+def read_manifest(path: str | Path) -> list[RawRow]:
+    """The rows of a CSV or JSONL manifest; raises ManifestError naming the file (and line)."""
     path = Path(path)
     if not path.exists():
         raise ManifestError(f"{path}: manifest not found")
-    if path.suffix.lower() in (".jsonl", ".json"):
-        rows = []
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise ManifestError(f"{path}: line {number}: not valid JSON ({err})") from err
-    else:
-        with path.open(newline="") as handle:
-            rows = list(csv.DictReader(handle))
+    if path.is_dir():
+        raise ManifestError(f"{path} is a folder; give the manifest file inside it (CSV or JSONL), "
+                            f"e.g. {path / 'manifest.csv'}")
+    rows = _read_rows(path, _decode(path))
     if not rows:
         raise ManifestError(f"{path}: no rows")
-    missing = [col for col in REQUIRED if col not in rows[0]]
+    missing = [col for col in REQUIRED if col not in rows[0].values]
     if missing:
         raise ManifestError(f"{path}: missing column(s) {missing}; needs {', '.join(REQUIRED)} "
                             f"(optional: {', '.join(OPTIONAL)})")
-    ids = [str(r.get("id")) for r in rows]
+    ids = [row.id for row in rows]
     unsafe = [i for i in ids if not SAFE_ID.match(i)]
     if unsafe:
         raise ManifestError(f"{path}: id(s) {unsafe[:5]} must be letters, digits, '.', '_' or '-' "
@@ -83,53 +134,157 @@ def read_manifest(path: str | Path) -> list[dict]:
     return rows
 
 
-def parse_row(raw: dict, base: Path) -> ManifestRow:
+def manifest_hash(path: str | Path) -> str:
+    """Content hash of the manifest file: what a results folder made by ``score`` is tied to."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def manifest_suite(rows: list[RawRow], path: Path, suite_path: str | None = None) -> Suite | None:
+    """The suite the manifest was exported from (``suite``/``suite_hash`` columns), or the one
+    ``suite_path`` names; None for a manifest of free-standing videos. Raises ManifestError when
+    the suite cannot be found or is not the version the manifest was exported from."""
+    declared = {(str(r.values.get("suite") or ""), str(r.values.get("suite_hash") or "")) for r in rows}
+    if len(declared) > 1:
+        raise ManifestError(f"{path}: rows name different suites {sorted(declared)[:3]}; one manifest, one suite")
+    name, expected_hash = declared.pop()
+    if not name and not suite_path:
+        return None
+    try:
+        suite = load_suite(suite_path or name)
+    except SuiteError as err:
+        raise ManifestError(f"{path}: exported from suite {name!r}, which this wcbench cannot load ({err}); "
+                            "pass --suite with the suite's YAML file") from err
+    if expected_hash and suite.content_hash() != expected_hash:
+        raise ManifestError(f"{path}: exported from suite {name!r} with hash {expected_hash}, but this suite "
+                            f"{suite.name!r} has hash {suite.content_hash()}; re-export with `wcbench export`")
+    return suite
+
+
+def score_header(manifest: Path, scorers: Scorers, model_name: str, suite: Suite | None) -> dict:
+    """What ``run.json`` and results.json record about a ``score`` folder."""
+    run = RunConfig(model=model_name)
+    header = {"command": "score", "version": wcbench.__version__, **scorers.header(),
+              "manifest": str(manifest.resolve()), "manifest_hash": manifest_hash(manifest), "model": model_name,
+              "model_name": model_name, "model_options": {}, "seed": run.seed, "config_hash": config_hash(run, scorers)}
+    if suite is not None:
+        header.update(suite=suite.name, suite_source=suite.source, suite_hash=suite.content_hash())
+    return header
+
+
+def parse_row(raw: RawRow, base: Path) -> ManifestRow:
     """One manifest row; relative video paths resolve against the manifest's folder."""
-    row_id = str(raw["id"])
-    video = Path(str(raw["video"]))
+    values, row_id = raw.values, raw.id
+    if raw.extra:
+        raise ValueError(f"line {raw.line}: {len(raw.extra)} more field(s) than the header has columns: "
+                         f"an actions script with commas must be quoted, e.g. \"w-3, d-2\"")
+    video = Path(str(values["video"]))
     return ManifestRow(
-        id=row_id, video=video if video.is_absolute() else base / video, actions=str(raw["actions"]),
-        prompt=str(raw.get("prompt") or ""),
-        fov_deg=_optional_float(raw.get("fov_deg"), "fov_deg", row_id),
-        step_translation=_optional_float(raw.get("step_translation"), "step_translation", row_id),
-        step_degrees=_optional_float(raw.get("step_degrees"), "step_degrees", row_id),
+        id=row_id, video=video if video.is_absolute() else base / video, actions=str(values["actions"]),
+        prompt=str(values.get("prompt") or ""),
+        fov_deg=_optional_float(values.get("fov_deg"), "fov_deg", row_id),
+        step_translation=_optional_float(values.get("step_translation"), "step_translation", row_id),
+        step_degrees=_optional_float(values.get("step_degrees"), "step_degrees", row_id),
     )
 
 
-def score_row(raw: dict, base: Path, scorers: Scorers) -> dict:
+def _check_against_suite(row: ManifestRow, suite: Suite) -> dict:
+    """The suite's case for a row (track, horizon, latents per clip); ValueError when the row
+    is not that case as exported."""
+    case = next((c for c in suite.cases if c.id == row.id), None)
+    if case is None:
+        raise ValueError(f"case {row.id} is not in suite {suite.name!r}")
+    if parse_script(row.actions).format() != case.script:
+        raise ValueError(f"case {row.id}: actions {row.actions!r} are not suite {suite.name!r}'s script {case.script!r}")
+    for name, value, wanted in (("fov_deg", row.fov_deg, suite.fov_deg),
+                                ("step_translation", row.step_translation, suite.step_translation),
+                                ("step_degrees", row.step_degrees, suite.step_degrees)):
+        if value is not None and abs(value - wanted) > 1e-9:
+            raise ValueError(f"case {row.id}: {name}={value:g} but suite {suite.name!r} has {wanted:g}")
+    return {"track": case.track, "horizon": case.horizon, "latents_per_clip": suite.latents_per_clip}
+
+
+def _check_length(source: VideoSource, script) -> None:
+    """Refuse a video of the wrong length before scoring any of it, when its container says so
+    (and counting confirms: some containers only estimate); the scorer checks again at the end."""
+    stated = source.stated_frame_count()
+    if stated and stated != script.num_frames:
+        actual = source.count_frames()
+        if actual != script.num_frames:
+            raise ValueError(frame_count_error(actual, script))
+
+
+def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
+    messages = source.decoder_messages
+    if not messages:
+        return []
+    return [f"the decoder reported {len(messages)} error(s) in {video}: frames may be damaged "
+            f"(first: {messages[0]})"]
+
+
+def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = None) -> dict:
     """The record of one manifest row: scored, or failed with the reason."""
-    record = {"id": str(raw.get("id")), "track": raw.get("track"), "horizon": raw.get("horizon"),
-              "status": "failed", "error": None, "script": str(raw.get("actions")),
-              "prompt": str(raw.get("prompt") or ""), "video": str(raw.get("video")),
+    values = raw.values
+    record = {"id": raw.id, "track": values.get("track"), "horizon": values.get("horizon"),
+              "status": "failed", "error": None, "script": str(values.get("actions")),
+              "prompt": str(values.get("prompt") or ""), "video": str(values.get("video")),
               "if_acc": None, "if_trans_acc": None, "if_rot_acc": None, "vq": None, "vq_raw": None,
               "per_clip": []}
     started = time.perf_counter()
+    source = None
     try:
         row = parse_row(raw, base)
         record["video"] = str(row.video)
         script = parse_script(row.actions)
-        frames = read_video(row.video)
+        if suite is not None:
+            record.update(_check_against_suite(row, suite))
+        latents_per_clip = record.get("latents_per_clip", 4)
         steps = StepSizes(row.step_translation or StepSizes().translation, row.step_degrees or StepSizes().degrees)
-        fields = score_frames(frames, script, scorers, prompt=row.prompt, fov_deg=row.fov_deg,
-                                    commanded_poses=script_trajectory(script, steps))
-    except (ScriptError, VideoReadError, ValueError, FileNotFoundError) as err:
+        scorer = CaseScorer(script, scorers, prompt=row.prompt, fov_deg=row.fov_deg, latents_per_clip=latents_per_clip)
+        source = VideoSource(row.video)
+        _check_length(source, script)
+        for frame in source:
+            scorer.add(frame[None])
+        fields = scorer.finish(commanded_poses=script_trajectory(script, steps))
+    except (ScriptError, VideoReadError, ValueError, OSError) as err:
         record["error"] = str(err)  # IO errors name the video's path; script errors the segment
+        if source is not None and source.decoder_messages:
+            record["error"] += f" ({_decoder_warning(source, row.video)[0]})"
         return record
-    record.update(fields, status="ok", script=script.format(), num_frames=len(frames), fov_deg=row.fov_deg,
-                  video_sha256=sha256_file(row.video), timing={"score_s": time.perf_counter() - started})
+    record.update(fields, status="ok", script=script.format(), num_frames=scorer.num_frames, fov_deg=row.fov_deg,
+                  latents_per_clip=latents_per_clip, video_sha256=sha256_file(row.video),
+                  timing={"score_s": time.perf_counter() - started})
+    warnings = _decoder_warning(source, row.video)
+    if warnings:
+        record.update(warnings=record.get("warnings", []) + warnings, decoder_errors=len(source.decoder_messages))
     return record
 
 
-def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers,
+def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
+    """A row already scored ok in ``out_dir`` from the video that is there now."""
+    path = out_dir / "cases" / f"{raw.id}.json"
+    if not path.exists():
+        return False
+    try:
+        record = read_json(path)
+        video = parse_row(raw, base).video
+        return record.get("status") == "ok" and record.get("video_sha256") == sha256_file(video)
+    except (ValueError, OSError):
+        return False
+
+
+def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, suite: Suite | None = None,
                    on_case: Callable[[dict], None] | None = None) -> list[dict]:
-    """Score every row, writing ``out_dir/cases/<id>.json`` atomically as each finishes."""
-    manifest = Path(manifest)
-    rows = read_manifest(manifest)
+    """Score every row into ``out_dir/cases/<id>.json`` (atomically, as each finishes);
+    returns the records written. A rerun skips rows already scored from the same video."""
+    manifest, out_dir = Path(manifest), Path(out_dir)
     records = []
-    for raw in rows:
-        record = score_row(raw, manifest.parent, scorers)
-        write_json(Path(out_dir) / "cases" / f"{record['id']}.json", record)
-        records.append(record)
+    for raw in read_manifest(manifest):
+        if _is_current(out_dir, raw, manifest.parent):
+            record = read_json(out_dir / "cases" / f"{raw.id}.json")
+        else:
+            record = score_row(raw, manifest.parent, scorers, suite)
+            write_json(out_dir / "cases" / f"{record['id']}.json", record)
+            records.append(record)
         if on_case:
             on_case(record)
     return records

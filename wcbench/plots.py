@@ -89,14 +89,15 @@ def sample_indices(num_frames: int, count: int = 8) -> list[int]:
 
 def plot_case_strip(frames: np.ndarray, indices: list[int], labels: dict | None) -> bytes:
     """Sampled frames captioned with the commanded / detected action into them, and below
-    a timeline of translation / rotation hits over every frame transition."""
+    a timeline of translation / rotation hits over every frame transition. ``frames[k]`` is
+    the video's frame ``indices[k]``."""
     has_labels = bool(labels and labels.get("commanded"))
     fig = Figure(figsize=(1.65 * len(indices), 2.5 if has_labels else 1.9))
     grid = fig.add_gridspec(2 if has_labels else 1, len(indices), height_ratios=[4, 1] if has_labels else [1],
                             hspace=0.55, wspace=0.05)
     for column, frame_index in enumerate(indices):
         ax = fig.add_subplot(grid[0, column])
-        ax.imshow(frames[frame_index])
+        ax.imshow(frames[column])
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"frame {frame_index}", fontsize=8)

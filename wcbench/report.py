@@ -1,5 +1,5 @@
 """Results -> numbers: per track x horizon summaries with bootstrap intervals, tables, confusion
-matrices, the terminal table, results.json, summary.csv and report.html.
+matrices, the terminal table, results.json, summary.csv, cases.csv and report.html.
 
 Everything here reads the per-case records (DIR/cases/<id>.json, see the records contract) and
 never re-scores a video: a report can always be rebuilt from the records alone.
@@ -24,6 +24,8 @@ from wcbench.storage import read_json, write_json, write_text
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")
 METRICS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq")
+# results.json layout: 2 added schema_version, environment (versions, hardware, time) and "command".
+RESULTS_SCHEMA_VERSION = 2
 # Stand-ins for records without a track or horizon (videos scored from a manifest).
 NO_TRACK = "external"
 NO_HORIZON = "any"
@@ -179,14 +181,26 @@ def write_summary_csv(path: str | Path, summary: dict) -> None:
 # ---------------------------------------------------------------- per clip and confusion
 
 
+CASE_COLUMNS = ["id", "track", "horizon", "status", *METRICS, "num_frames", "generate_s", "score_s", "fps",
+                "hardware", "video", "video_sha256", "warnings", "error", "script"]
+
+
 def case_table(records: list[dict]) -> pd.DataFrame:
-    """One row per case: id, track, horizon, status, script, metrics, error."""
-    rows = [{"id": r["id"], "track": r.get("track"), "horizon": r.get("horizon"), "status": r["status"],
-             "script": r.get("script"), "num_frames": r.get("num_frames"),
-             **{m: r.get(m) for m in METRICS}, "error": r.get("error")} for r in records]
-    table = pd.DataFrame(rows, columns=["id", "track", "horizon", "status", "script", "num_frames",
-                                        *METRICS, "error"])
-    table[list(METRICS)] = table[list(METRICS)].astype(float)
+    """One row per case (cases.csv): id, track, horizon, status, the metrics, frame count,
+    timings, the hardware they were measured on, the video and its hash, warnings, error, script."""
+    rows = []
+    for r in sorted(records, key=lambda r: r["id"]):
+        timing = r.get("timing") or {}
+        rows.append({"id": r["id"], "track": r.get("track"), "horizon": r.get("horizon"), "status": r["status"],
+                     **{m: r.get(m) for m in METRICS}, "num_frames": r.get("num_frames"),
+                     **{k: timing.get(k) for k in ("generate_s", "score_s", "fps", "hardware")},
+                     "video": r.get("video"), "video_sha256": r.get("video_sha256"),
+                     "warnings": " | ".join(r.get("warnings") or []) or None, "error": r.get("error"),
+                     "script": r.get("script")})
+    table = pd.DataFrame(rows, columns=CASE_COLUMNS)
+    float_columns = [*METRICS, "generate_s", "score_s", "fps"]
+    table[float_columns] = table[float_columns].astype(float)
+    table["num_frames"] = table["num_frames"].astype("Int64")
     return table
 
 
@@ -351,6 +365,14 @@ def strip_record(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in ("labels", "paths")}
 
 
+def results_header(header: dict) -> dict:
+    """A run's header for results.json, stamped with the schema version and the environment
+    (package versions, hardware, time) it is written in."""
+    from wcbench.environment import environment
+
+    return {"schema_version": RESULTS_SCHEMA_VERSION, **header, "environment": environment()}
+
+
 def build_results(header: dict, records: list[dict]) -> dict:
     """The results.json body: ``header`` fields, then "cases" (sorted by id, so the file does not
     depend on the order in which processes finished) and "summary"."""
@@ -362,7 +384,8 @@ def build_results(header: dict, records: list[dict]) -> dict:
 
 
 def write_report(results_dir: str | Path, results: dict, records: list[dict] | None = None) -> Path:
-    """Write DIR/summary.csv and the self-contained DIR/report.html; return the HTML path.
+    """Write DIR/summary.csv, DIR/cases.csv (one row per case) and the self-contained
+    DIR/report.html; return the HTML path.
 
     ``records`` default to DIR/cases/*.json (the full records: the confusion matrices and
     camera paths need the "labels" and "paths" that results.json leaves out).
@@ -373,13 +396,14 @@ def write_report(results_dir: str | Path, results: dict, records: list[dict] | N
     if records is None:
         records = load_records(results_dir)
     write_summary_csv(results_dir / "summary.csv", results["summary"])
+    write_text(results_dir / "cases.csv", case_table(records).to_csv(index=False))
     html_path = results_dir / "report.html"
     write_text(html_path, render_report(results_dir, results, records))
     return html_path
 
 
 def rebuild(results_dir: str | Path, header: dict | None = None) -> dict:
-    """Re-create results.json, summary.csv and report.html from DIR/cases/*.json, no re-scoring.
+    """Re-create results.json, summary.csv, cases.csv and report.html from DIR/cases/*.json, no re-scoring.
 
     The header (version, estimator, quality, suite, model...) comes from the existing
     results.json unless ``header`` is given. Returns the new results body.

@@ -232,7 +232,7 @@ def _examples_section(results_dir: Path, records: list[dict], per_side: int = 1)
 
 
 def _case_card(results_dir: Path, tag: str, record: dict) -> str:
-    from wcbench.video import read_video
+    from wcbench.video import read_frames_at
 
     digits = vq_digits([record.get("vq")])
     metrics = " · ".join(f"{m} {format_value(record.get(m), digits if m == 'vq' else 3)}" for m in METRICS)
@@ -243,9 +243,9 @@ def _case_card(results_dir: Path, tag: str, record: dict) -> str:
         if not video:
             raise FileNotFoundError("the record names no video")
         path = Path(video) if Path(video).is_absolute() else results_dir / video
-        frames = read_video(path)
-        strip = _img(plots.plot_case_strip(frames, plots.sample_indices(len(frames)), record.get("labels")),
-                     f"frames of {record['id']}")
+        indices = plots.sample_indices(int(record["num_frames"]))
+        frames = read_frames_at(path, indices)  # only the frames shown, never the whole video
+        strip = _img(plots.plot_case_strip(frames, indices, record.get("labels")), f"frames of {record['id']}")
     except (OSError, ValueError) as err:
         strip = f"<p class='muted'>Frames not shown: {escape(str(err))}</p>"
     paths = record.get("paths") or {}

@@ -1,11 +1,16 @@
 """``wcbench run``: generate every case of a suite with a world model, store it, score it.
 
 Per case: reset the model on the start image, step it clip by clip with the case's actions,
-check each clip (frame count, shape, dtype, NaN), write the video and then the record
-atomically, score with the shared scorers. A rerun into the same folder skips finished
-cases; a folder made with another suite or config is refused. Cases are split across
-processes (``accelerate launch``) by index; every rank writes its own records and rank 0
-merges them, so N processes give the same results as one.
+check each clip (frame count, shape, dtype, NaN), append it to the case's video and score it
+as soon as it is complete, so that memory holds one clip, never the whole video. The video
+and then the record are written atomically. A rerun into the same folder skips finished
+cases; a folder made by another command, suite or config is refused (:mod:`wcbench.outdir`).
+Cases are split across processes (``accelerate launch``) by index; every rank writes its own
+records and rank 0 merges them, so N processes give the same results as one.
+
+Every call into the model runs under a time limit (``timeout_s``); a model that raises, hangs
+or returns bad frames fails its own case (with the traceback in ``cases/<id>.log``) and the
+run goes on.
 """
 
 from __future__ import annotations
@@ -15,38 +20,49 @@ import json
 import resource
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 import wcbench
 from wcbench.actions import clip_step_ranges
+from wcbench.deadline import CallTimeout, time_limit
+from wcbench.environment import hardware, hardware_label
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
-from wcbench.scoring.case import Scorers, score_frames, sha256_file
-from wcbench.storage import read_json, write_json
+from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
+from wcbench.storage import read_json, write_json, write_text
 from wcbench.suite import Case, Suite
-from wcbench.video import write_video
+from wcbench.video import video_writer
 
-
-class RunMismatchError(RuntimeError):
-    """An output folder holds a run of another suite or config."""
+DEFAULT_TIMEOUT_S = 600.0
 
 
 class ModelOutputError(RuntimeError):
     """A model returned frames the harness cannot accept."""
 
 
+class ModelFailure(RuntimeError):
+    """A model raised; ``trace`` is its formatted traceback."""
+
+    def __init__(self, message: str, trace: str):
+        super().__init__(message)
+        self.trace = trace
+
+
 @dataclass
 class RunConfig:
-    """Everything besides the suite that decides a run's numbers."""
+    """Everything besides the suite that decides a run's numbers (``timeout_s`` does not: it
+    only decides whether a slow case gets a number at all)."""
 
     model: str
     model_options: dict = field(default_factory=dict)
     seed: int = 0
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def case_seed(self, case_id: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{case_id}".encode()).digest()
@@ -68,23 +84,11 @@ def config_hash(run: RunConfig, scorers: Scorers) -> str:
 
 
 def run_header(suite: Suite, run: RunConfig, scorers: Scorers) -> dict:
-    return {"version": wcbench.__version__, **scorers.header(), "suite": suite.name,
-            "suite_source": suite.source, "suite_hash": suite.content_hash(), "model": run.model, "model_options": run.model_options,
-            "seed": run.seed, "config_hash": config_hash(run, scorers)}
-
-
-def check_out_dir(out_dir: Path, header: dict) -> None:
-    """Refuse to mix runs: an existing run.json must have the same suite and config hash."""
-    stored_path = out_dir / "run.json"
-    if not stored_path.exists():
-        return
-    stored = read_json(stored_path)
-    for key, what in (("suite_hash", "suite"), ("config_hash", "model/scorer config")):
-        if stored.get(key) != header[key]:
-            raise RunMismatchError(
-                f"{out_dir} holds a run with another {what} ({key} {stored.get(key)} != {header[key]}; "
-                f"suite {stored.get('suite')!r}, model {stored.get('model')!r}). Use a new --out folder, "
-                "or delete this one to start over.")
+    """What ``run.json`` and results.json record about a run (the whole suite, even when
+    ``--limit`` runs only its first cases, so that the folder can be extended to all of them)."""
+    return {"command": "run", "version": wcbench.__version__, **scorers.header(), "suite": suite.name,
+            "suite_source": suite.source, "suite_hash": suite.content_hash(), "model": run.model,
+            "model_options": run.model_options, "seed": run.seed, "config_hash": config_hash(run, scorers)}
 
 
 def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, case_id: str, clip: int) -> np.ndarray:
@@ -110,39 +114,97 @@ def _peak_memory_mb() -> float:
     return peak
 
 
-def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
-                  on_clip: Callable[[], None] | None = None,
-                  placement: Placement = Placement()) -> tuple[np.ndarray, dict, Any]:
-    """Drive the model through one case; returns frames, timing and the case's world."""
-    world = case_world(suite, case)
-    script = case.parsed()
-    info = CaseInfo(id=case.id, script=script, commanded_poses=world.poses, K=world.K, fov_deg=suite.fov_deg,
-                    resolution=suite.resolution, latents_per_clip=suite.latents_per_clip, steps=suite.steps,
-                    device=placement.device, rank=placement.rank, world_size=placement.world_size,
-                    scene=world.scene)
-    image = world.image
-    resolution = getattr(model, "resolution", None)
-    if resolution is not None and tuple(resolution) != suite.resolution:
-        import cv2
-
-        image = cv2.resize(image, tuple(resolution), interpolation=cv2.INTER_AREA)
+def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[Any, float]:
+    """Call into the model under the time limit; returns (result, seconds). A model's
+    exception becomes :class:`ModelFailure` carrying its traceback."""
     started = time.perf_counter()
-    frames = [_check_frames(model.reset(image, world.prompt, seed, info), 1, None, case.id, -1)]
-    shape = frames[0].shape[1:3]
-    steps = script.step_actions()
-    latencies = []
-    for clip, step_range in enumerate(clip_step_ranges(script.num_steps, suite.latents_per_clip)):
-        clip_start = time.perf_counter()
-        out = model.step([steps[i - 1] for i in step_range])
-        latencies.append(time.perf_counter() - clip_start)
-        frames.append(_check_frames(out, 4 * len(step_range), shape, case.id, clip))
-        if on_clip:
+    with time_limit(timeout_s, what):
+        try:
+            result = call()
+        except Exception as err:  # noqa: BLE001 - any model failure fails this case only
+            raise ModelFailure(f"{what} failed: {type(err).__name__}: {err}", traceback.format_exc()) from err
+    return result, time.perf_counter() - started
+
+
+class CaseGeneration:
+    """One case being generated: :meth:`clips` drives the model (reset, then a step per clip,
+    each call under the time limit) and yields frame 0 and then each checked clip, so that the
+    caller can store and score them as they come; the timing accumulates meanwhile."""
+
+    def __init__(self, model: WorldModel, suite: Suite, case: Case, seed: int, timeout_s: float = 0.0,
+                 label: str = "model", placement: Placement = Placement()):
+        self.model, self.suite, self.case, self.seed = model, suite, case, seed
+        self.timeout_s, self.label, self.placement = timeout_s, f"{label}, case {case.id}", placement
+        self.world = case_world(suite, case)
+        self.latencies: list[float] = []
+        self.generate_s = 0.0
+
+    def clips(self) -> Iterator[np.ndarray]:
+        suite, case, world, placement = self.suite, self.case, self.world, self.placement
+        script = case.parsed()
+        info = CaseInfo(id=case.id, script=script, commanded_poses=world.poses, K=world.K, fov_deg=suite.fov_deg,
+                        resolution=suite.resolution, latents_per_clip=suite.latents_per_clip, steps=suite.steps,
+                        device=placement.device, rank=placement.rank, world_size=placement.world_size,
+                        scene=world.scene)
+        image = world.image
+        resolution = getattr(self.model, "resolution", None)
+        if resolution is not None and tuple(resolution) != suite.resolution:
+            import cv2
+
+            image = cv2.resize(image, tuple(resolution), interpolation=cv2.INTER_AREA)
+        first, self.generate_s = _call_model(lambda: self.model.reset(image, world.prompt, self.seed, info),
+                                             f"{self.label}: reset", self.timeout_s)
+        frames = _check_frames(first, 1, None, case.id, -1)
+        shape = frames.shape[1:3]
+        yield frames
+        steps = script.step_actions()
+        for clip, step_range in enumerate(clip_step_ranges(script.num_steps, suite.latents_per_clip)):
+            actions = [steps[i - 1] for i in step_range]
+            out, seconds = _call_model(lambda: self.model.step(actions), f"{self.label}: clip {clip}", self.timeout_s)
+            self.latencies.append(seconds)
+            self.generate_s += seconds
+            yield _check_frames(out, 4 * len(step_range), shape, case.id, clip)
+
+    def timing(self) -> dict:
+        """Generation time, per-clip latency, frames per second, peak memory and the hardware."""
+        return {"generate_s": self.generate_s, "clip_latency_s": self.latencies,
+                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
+                "hardware": hardware_label(hardware())}
+
+
+def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
+                  placement: Placement = Placement()) -> tuple[np.ndarray, dict, Any]:
+    """The whole video of one case in memory, its timing and world (for short cases: tests, speed
+    benchmarks; :func:`run_case` streams instead)."""
+    generation = CaseGeneration(model, suite, case, seed, placement=placement)
+    video = np.concatenate(list(generation.clips()))
+    return video, generation.timing(), generation.world
+
+
+def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers,
+                       writer: Any, on_clip: Callable[[], None] | None = None,
+                       placement: Placement = Placement()) -> tuple[dict, dict, Any]:
+    """Drive the model through one case, appending each clip to ``writer`` and scoring it as it
+    comes; returns (score fields, timing, the case's world)."""
+    generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}",
+                                placement)
+    world = generation.world
+    scorer, score_s = None, 0.0
+    for frames in generation.clips():
+        if scorer is None:  # after reset: the poses the frames really show (oracle renders) grow from here
+            scorer = CaseScorer(case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
+                                latents_per_clip=suite.latents_per_clip,
+                                true_poses=getattr(model, "rendered_poses", None))
+        elif on_clip:
             on_clip()
-    elapsed = time.perf_counter() - started
-    video = np.concatenate(frames)
-    timing = {"generate_s": elapsed, "clip_latency_s": latencies, "fps": (len(video) - 1) / max(elapsed, 1e-9),
-              "peak_mem_mb": _peak_memory_mb()}
-    return video, timing, world
+        writer.write(frames)
+        started = time.perf_counter()
+        scorer.add(frames)
+        score_s += time.perf_counter() - started
+    started = time.perf_counter()
+    fields = scorer.finish(commanded_poses=world.poses)
+    timing = {**generation.timing(), "score_s": score_s + time.perf_counter() - started}
+    return fields, timing, world
 
 
 def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
@@ -153,24 +215,21 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
                               "num_frames": case.num_frames, "latents_per_clip": suite.latents_per_clip,
                               "fov_deg": suite.fov_deg, "if_acc": None, "if_trans_acc": None,
                               "if_rot_acc": None, "vq": None, "vq_raw": None, "per_clip": []}
-    try:
-        video, timing, world = generate_case(model, suite, case, run.case_seed(case.id), on_clip, placement)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as err:  # noqa: BLE001 - any model failure fails this case only
-        record["error"] = f"model {run.model!r} failed: {type(err).__name__}: {err}"
-        return record
-    record["prompt"] = world.prompt
     video_path = out_dir / "videos" / f"{case.id}.avi"
-    write_video(video_path, video, fps=getattr(model, "fps", suite.fps))
-    started = time.perf_counter()
-    true_poses = getattr(model, "rendered_poses", None)
-    fields = score_frames(video, case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
-                                latents_per_clip=suite.latents_per_clip, commanded_poses=world.poses,
-                                true_poses=None if true_poses is None else np.asarray(true_poses))
-    timing["score_s"] = time.perf_counter() - started
-    record.update(fields, status="ok", video=f"videos/{case.id}.avi", video_sha256=sha256_file(video_path),
-                  timing=timing)
+    log_path = out_dir / "cases" / f"{case.id}.log"
+    try:
+        with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
+            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip, placement)
+    except ModelFailure as err:
+        write_text(log_path, err.trace)
+        record["error"] = f"{err} (traceback: cases/{log_path.name})"
+        return record
+    except (ModelOutputError, CallTimeout) as err:
+        record["error"] = str(err)
+        return record
+    log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
+    record.update(fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
+                  video_sha256=sha256_file(video_path), timing=timing)
     return record
 
 
@@ -190,18 +249,18 @@ def shard(cases: tuple[Case, ...], rank: int, world_size: int) -> list[Case]:
 
 
 def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers, out_dir: Path, *,
-              rank: int = 0, world_size: int = 1, progress: Any = None, device: str = "cpu") -> list[dict]:
-    """Run this rank's share of the suite into ``out_dir``; returns the records it wrote.
+              rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
+              device: str = "cpu") -> list[dict]:
+    """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
+    ``out_dir``, which the caller has claimed (:func:`wcbench.outdir.claim_out_dir`); returns
+    the records it wrote.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted
     run) are skipped, so a rerun finishes the rest. ``device`` reaches the model in CaseInfo.
     """
     placement = Placement(device, rank, world_size)
-    header = run_header(suite, run, scorers)
-    check_out_dir(out_dir, header)
-    if rank == 0 and not (out_dir / "run.json").exists():
-        write_json(out_dir / "run.json", header)
-    todo = [case for case in shard(suite.cases, rank, world_size) if not is_finished(out_dir, case.id)]
+    cases = suite.cases[:limit] if limit > 0 else suite.cases
+    todo = [case for case in shard(cases, rank, world_size) if not is_finished(out_dir, case.id)]
     n_clips = sum(len(clip_step_ranges(c.parsed().num_steps, suite.latents_per_clip)) for c in todo)
     case_task = progress.add_task("cases", total=len(todo)) if progress else None
     clip_task = progress.add_task("clips", total=n_clips) if progress else None
@@ -218,12 +277,18 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
     return records
 
 
-def interactivity(records: list[dict]) -> dict:
-    """Per-model generation speed: mean clip latency, frames per second, peak memory."""
+def interactivity(records: list[dict], reports_speed: bool = True) -> dict:
+    """Per-model generation speed: mean clip latency, frames per second, peak memory, and the
+    hardware they were measured on. Empty for stand-in models whose speed says nothing about
+    a world model (``reports_speed`` False: oracle renders, replayed videos). Without one
+    hardware for every timed case (a resume elsewhere) there is no frames/s."""
     timed = [r["timing"] for r in records if r.get("status") == "ok" and r.get("timing", {}).get("clip_latency_s")]
-    if not timed:
+    if not timed or not reports_speed:
         return {}
     latencies = [x for t in timed for x in t["clip_latency_s"]]
-    return {"clip_latency_s": float(np.mean(latencies)), "clip_latency_p95_s": float(np.percentile(latencies, 95)),
-            "fps": float(np.mean([t["fps"] for t in timed])),
-            "peak_mem_mb": float(max(t["peak_mem_mb"] for t in timed))}
+    machines = sorted({t.get("hardware", "unknown") for t in timed})
+    speed = {"clip_latency_s": float(np.mean(latencies)), "clip_latency_p95_s": float(np.percentile(latencies, 95)),
+             "peak_mem_mb": float(max(t["peak_mem_mb"] for t in timed)), "hardware": "; ".join(machines)}
+    if len(machines) == 1 and machines[0] != "unknown":
+        speed["fps"] = float(np.mean([t["fps"] for t in timed]))
+    return speed

@@ -2,12 +2,21 @@
 
 Frames are (T, H, W, 3) uint8 RGB at every boundary; grayscale input becomes 3 channels.
 Stored videos are FFV1 (lossless), so re-scoring a stored video gives the same numbers.
+
+Both directions stream: :class:`VideoSource` decodes one frame at a time and
+:func:`video_writer` encodes clip by clip, so memory does not grow with a video's length.
+:func:`read_video` still returns a whole video as one array, for short clips.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import cv2
 import numpy as np
@@ -16,6 +25,8 @@ from wcbench.storage import atomic_path
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv", ".mov", ".webm")
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+# FFmpeg's log lines look like "[h264 @ 0x55d1c0a3b2c0] error while decoding MB 3 7".
+_FFMPEG_LINE = re.compile(r"^\[[\w\-. ]+ @ (0x)?[0-9a-fA-F]+\]")
 
 
 class VideoReadError(ValueError):
@@ -37,56 +48,211 @@ def _frame_number(path: Path) -> int:
     return int(digits[-1])
 
 
-def read_frames_folder(folder: Path) -> np.ndarray:
-    files = sorted((p for p in folder.iterdir() if p.suffix.lower() in FRAME_SUFFIXES), key=_frame_number)
-    if not files:
-        raise VideoReadError(f"{folder}: no frames ({', '.join(FRAME_SUFFIXES)}) in this folder")
-    frames = []
-    for file in files:
-        image = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
-        if image is None:
-            raise VideoReadError(f"{file}: not a readable image")
-        if image.dtype != np.uint8:
-            image = cv2.convertScaleAbs(image, alpha=255.0 / max(float(image.max()), 1.0))
-        frames.append(_to_rgb(image))
-    if len({f.shape for f in frames}) > 1:
-        raise VideoReadError(f"{folder}: frames differ in size")
-    return np.stack(frames)
+def _read_image(file: Path) -> np.ndarray:
+    image = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise VideoReadError(f"{file}: not a readable image")
+    if image.dtype != np.uint8:
+        image = cv2.convertScaleAbs(image, alpha=255.0 / max(float(image.max()), 1.0))
+    return _to_rgb(image)
+
+
+class _DecoderLog:
+    """Collects what FFmpeg prints while OpenCV decodes.
+
+    FFmpeg reports corrupt packets only on the process's stderr (file descriptor 2), not
+    through OpenCV's API, so descriptor 2 points at a scratch file during each ``read()``; its
+    FFmpeg lines are kept and anything else is passed on to the real stderr. Not thread-safe:
+    one decoding thread at a time.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self._scratch = tempfile.TemporaryFile()
+
+    @contextmanager
+    def capturing(self) -> Iterator[None]:
+        sys.stderr.flush()
+        try:
+            saved = os.dup(2)
+        except OSError:  # no stderr at all: FFmpeg has nowhere to complain either
+            yield
+            return
+        os.dup2(self._scratch.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            self._collect()
+
+    def _collect(self) -> None:
+        if os.fstat(self._scratch.fileno()).st_size == 0:
+            return
+        self._scratch.seek(0)
+        text = self._scratch.read().decode(errors="replace")
+        self._scratch.seek(0)
+        self._scratch.truncate()
+        other = []
+        for line in text.splitlines():
+            (self.messages if _FFMPEG_LINE.match(line) else other).append(line)
+        if other:
+            os.write(2, ("\n".join(other) + "\n").encode())
+
+    def close(self) -> None:
+        self._scratch.close()
+
+
+class VideoSource:
+    """The frames of a video file or a folder of numbered frames, decoded one at a time.
+
+    Iterate to get (H, W, 3) uint8 RGB frames. After (or during) iteration,
+    ``decoder_messages`` holds what the decoder complained about (corrupt packets, concealed
+    macroblocks): a video that decodes with complaints may show damaged frames.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.decoder_messages: list[str] = []
+        if not self.path.exists():
+            raise VideoReadError(f"{self.path}: no such file or folder")
+        if self.path.is_dir():
+            self._files = sorted((p for p in self.path.iterdir() if p.suffix.lower() in FRAME_SUFFIXES),
+                                 key=_frame_number)
+            if not self._files:
+                raise VideoReadError(f"{self.path}: no frames ({', '.join(FRAME_SUFFIXES)}) in this folder")
+        else:
+            capture = cv2.VideoCapture(str(self.path))
+            is_open = capture.isOpened()
+            capture.release()
+            if not is_open:
+                raise VideoReadError(f"{self.path}: cannot open as a video (supported: {', '.join(VIDEO_SUFFIXES)} "
+                                     "or a folder of numbered frames)")
+
+    def count_frames(self) -> int:
+        """The exact number of frames: counted for a folder, decoded and counted for a file."""
+        if self.path.is_dir():
+            return len(self._files)
+        capture = cv2.VideoCapture(str(self.path))
+        log = _DecoderLog()  # complaints are reported when the frames are read for real
+        try:
+            count = 0
+            with log.capturing():
+                while capture.grab():
+                    count += 1
+            return count
+        finally:
+            log.close()
+            capture.release()
+
+    def stated_frame_count(self) -> int:
+        """The frame count the container states (0 when it states none); may be an estimate."""
+        if self.path.is_dir():
+            return len(self._files)
+        capture = cv2.VideoCapture(str(self.path))
+        try:
+            return max(0, int(capture.get(cv2.CAP_PROP_FRAME_COUNT)))
+        finally:
+            capture.release()
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        frames = self._folder_frames() if self.path.is_dir() else self._file_frames()
+        shape = None
+        count = 0
+        for frame in frames:
+            if shape is not None and frame.shape != shape:
+                raise VideoReadError(f"{self.path}: frame {count} is {frame.shape[1]}x{frame.shape[0]}, "
+                                     f"earlier frames are {shape[1]}x{shape[0]}")
+            shape = frame.shape
+            count += 1
+            yield frame
+        if count == 0:
+            raise VideoReadError(f"{self.path}: the video holds no readable frames")
+
+    def _folder_frames(self) -> Iterator[np.ndarray]:
+        for file in self._files:
+            yield _read_image(file)
+
+    def _file_frames(self) -> Iterator[np.ndarray]:
+        capture = cv2.VideoCapture(str(self.path))
+        log = _DecoderLog()
+        try:
+            while True:
+                with log.capturing():
+                    ok, frame = capture.read()
+                self.decoder_messages = log.messages
+                if not ok:
+                    break
+                yield _to_rgb(frame)
+        finally:
+            capture.release()
+            log.close()
 
 
 def read_video(path: str | Path) -> np.ndarray:
-    """Read a video file or a folder of numbered frames as (T, H, W, 3) uint8 RGB."""
-    path = Path(path)
-    if not path.exists():
-        raise VideoReadError(f"{path}: no such file or folder")
-    if path.is_dir():
-        return read_frames_folder(path)
-    capture = cv2.VideoCapture(str(path))
-    if not capture.isOpened():
-        raise VideoReadError(f"{path}: cannot open as a video (supported: {', '.join(VIDEO_SUFFIXES)} "
-                             "or a folder of numbered frames)")
-    frames = []
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        frames.append(_to_rgb(frame))
-    capture.release()
-    if not frames:
-        raise VideoReadError(f"{path}: the video holds no readable frames")
-    return np.stack(frames)
+    """Read a whole video file or folder of numbered frames as (T, H, W, 3) uint8 RGB.
+
+    The whole video is held in memory: for long videos iterate a :class:`VideoSource`."""
+    return np.stack(list(VideoSource(path)))
+
+
+def read_frames_at(path: str | Path, indices: list[int]) -> np.ndarray:
+    """Only the frames at ``indices`` (sorted, distinct) of a video, decoding through it once."""
+    wanted = set(indices)
+    kept = {i: frame for i, frame in enumerate(VideoSource(path)) if i in wanted}
+    missing = sorted(wanted - set(kept))
+    if missing:
+        raise VideoReadError(f"{path}: has no frame {missing[0]} (it holds {max(kept, default=-1) + 1} or fewer)")
+    return np.stack([kept[i] for i in sorted(wanted)])
+
+
+class _ClipWriter:
+    """Appends (T, H, W, 3) uint8 RGB frames to an FFV1 file; opened at the first frames."""
+
+    def __init__(self, path: Path, fps: float, label: str):
+        self.path, self.fps, self.label = path, fps, label
+        self.count = 0
+        self._writer: cv2.VideoWriter | None = None
+        self._shape: tuple[int, ...] | None = None
+
+    def write(self, frames: np.ndarray) -> None:
+        frames = np.asarray(frames)
+        if frames.ndim != 4 or frames.shape[3] != 3 or frames.dtype != np.uint8:
+            raise ValueError(f"{self.label}: expected (T, H, W, 3) uint8 frames, got {frames.shape} {frames.dtype}")
+        if self._writer is None:
+            self._shape = frames.shape[1:]
+            height, width = frames.shape[1:3]
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"FFV1"), float(self.fps),
+                                           (width, height))
+            if not self._writer.isOpened():
+                raise OSError(f"{self.label}: OpenCV cannot write FFV1 video here")
+        elif frames.shape[1:] != self._shape:
+            raise ValueError(f"{self.label}: frames of {frames.shape[2]}x{frames.shape[1]} after frames of "
+                             f"{self._shape[1]}x{self._shape[0]}")
+        for frame in frames:
+            self._writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        self.count += len(frames)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.release()
+
+
+@contextmanager
+def video_writer(path: str | Path, fps: float = 16) -> Iterator[_ClipWriter]:
+    """Stream frames into a lossless FFV1 video at ``path`` (use .avi or .mkv), atomically: the
+    file appears when the block ends without error, and an error leaves nothing behind."""
+    with atomic_path(path) as tmp:
+        writer = _ClipWriter(tmp, fps, str(path))
+        try:
+            yield writer
+        finally:
+            writer.close()
+        if writer.count == 0:
+            raise ValueError(f"{path}: no frames were written")
 
 
 def write_video(path: str | Path, frames: np.ndarray, fps: int = 16) -> None:
     """Write (T, H, W, 3) uint8 RGB frames atomically as lossless FFV1 (use a .avi or .mkv path)."""
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[3] != 3 or frames.dtype != np.uint8:
-        raise ValueError(f"{path}: expected (T, H, W, 3) uint8 frames, got {frames.shape} {frames.dtype}")
-    height, width = frames.shape[1:3]
-    with atomic_path(path) as tmp:
-        writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"FFV1"), float(fps), (width, height))
-        if not writer.isOpened():
-            raise OSError(f"{path}: OpenCV cannot write FFV1 video here")
-        for frame in frames:
-            writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-        writer.release()
+    with video_writer(path, fps) as writer:
+        writer.write(frames)

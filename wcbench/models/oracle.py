@@ -23,6 +23,7 @@ class OracleModel:
 
     fps = 16
     resolution = None
+    reports_speed = False  # it renders what was commanded: its frames/s say nothing about a world model
 
     def __init__(self, variant: str = "exact", lag_steps: int = 2, noise_sigma: float = 12.0):
         if variant not in ("exact", "static", "lag", "mirror", "noisy"):

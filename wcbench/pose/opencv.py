@@ -78,7 +78,6 @@ class OpenCVEstimatorConfig:
     use_deblock: bool = True  # smooth compression-block edges when a coding grid is found
     contrast_sigma: float = 0.06  # local contrast normalisation scale (x the short side; 0: off)
     contrast_floor: float = 8.0  # grey levels of local std below which texture is not amplified further
-    contrast_on_blocky: bool = False
     parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
     parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
     gate_px: float = 0.45  # coherent parallax above which a window translated, px ...
@@ -87,6 +86,7 @@ class OpenCVEstimatorConfig:
     robust_px: float = 1.0  # Cauchy scale of the rotation and 4-DoF fits
     max_window_rotation_deg: float = 60.0
     max_refine_points: int = 400  # the 4-DoF fit uses an even subsample of the tracks
+    max_coherence: float = 0.9  # tracks where the plain frame's gradients are this one-directional are dropped
     min_tracks: int = 8
     full_confidence_tracks: int = 60
     num_workers: int = 1  # threads tracking windows in parallel (OpenCV releases the GIL)
@@ -174,22 +174,33 @@ def _smooth(image: np.ndarray, sigma: float) -> np.ndarray:
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
+@dataclass
+class WorkingVideo:
+    """A video at the working size, grayscale uint8: ``plain`` (deblocked) and ``tracked``, what
+    the tracker sees (contrast-normalised unless compressed)."""
+
+    plain: list[np.ndarray]
+    tracked: list[np.ndarray]
+
+
 def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
-                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0, contrast_on_blocky: bool = False) -> list[np.ndarray]:
-    """Grayscale uint8 frames at the working size; compression blocks are smoothed at the
-    native resolution first when a coding grid is found. With ``contrast_sigma`` > 0, local
-    contrast is normalised (:func:`normalize_contrast`), except on video with a coding grid,
-    whose faint texture is mostly what the codec left and would be amplified with it."""
+                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0) -> WorkingVideo:
+    """Grayscale frames at the working size; compression blocks are smoothed at the native
+    resolution first when a coding grid is found. With ``contrast_sigma`` > 0, the tracked
+    frames have their local contrast normalised (:func:`normalize_contrast`), except on video
+    with a coding grid, whose faint texture is mostly what the codec left and would be
+    amplified with it."""
     grays = [to_gray(frame) for frame in frames]
     grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
-    enhance = contrast_sigma > 0 and (contrast_on_blocky or not grid.is_blocky)
-    out = []
+    enhance = contrast_sigma > 0 and not grid.is_blocky
+    plain = []
     for gray in grays:
         gray = deblock(gray, grid)
         if (gray.shape[1], gray.shape[0]) != size:
             gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
-        out.append(normalize_contrast(gray, contrast_sigma, contrast_floor) if enhance else gray)
-    return out
+        plain.append(gray)
+    tracked = [normalize_contrast(gray, contrast_sigma, contrast_floor) for gray in plain] if enhance else plain
+    return WorkingVideo(plain, tracked)
 
 
 # ---------------------------------------------------------------- per-window pieces
@@ -199,6 +210,19 @@ def _structure_at(gray: np.ndarray, points: np.ndarray, window: int) -> np.ndarr
     eigen = cv2.cornerEigenValsAndVecs(gray, window, 3)
     xy = np.rint(points).astype(int)
     return eigen[np.clip(xy[:, 1], 0, gray.shape[0] - 1), np.clip(xy[:, 0], 0, gray.shape[1] - 1)].astype(float)
+
+
+def _coherence_at(gray: np.ndarray, points: np.ndarray, window: int = 9) -> np.ndarray:
+    """Orientation coherence ((l1 - l2) / (l1 + l2))^2 of the gradient structure around each
+    point: 1 on a straight edge or a smooth ramp, near 0 on two-dimensional texture."""
+    image = cv2.GaussianBlur(gray.astype(np.float32), (0, 0), 1.0)
+    gx = cv2.Sobel(image, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(image, cv2.CV_32F, 0, 1, ksize=3)
+    xy = np.rint(points).astype(int)
+    rows, cols = np.clip(xy[:, 1], 0, gray.shape[0] - 1), np.clip(xy[:, 0], 0, gray.shape[1] - 1)
+    jxx, jyy, jxy = (cv2.boxFilter(a * b, -1, (window, window))[rows, cols] for a, b in ((gx, gx), (gy, gy), (gx, gy)))
+    spread = np.sqrt((jxx - jyy) ** 2 + 4 * jxy**2)
+    return (spread / np.maximum(jxx + jyy, 1e-9)) ** 2
 
 
 def _essential_pose(tracks: WindowTracks, K: np.ndarray,
@@ -249,23 +273,23 @@ class OpenCVPoseEstimator:
         K_full = resolve_intrinsics(width, height, K, fov_deg)
         size = working_size(width, height, self.config.max_side, self.config.min_height)
         K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
-        grays = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
-                             self.config.contrast_floor, self.config.contrast_on_blocky)
-        motions = self.estimate_windows(grays, K_work)
+        video = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
+                             self.config.contrast_floor)
+        motions = self.estimate_windows(video, K_work)
         estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
                                       [m.confidence for m in motions])
         estimate.units = self.units
         return estimate
 
-    def estimate_windows(self, grays: list[np.ndarray], K: np.ndarray) -> list[WindowMotion]:
-        """Window motions of working-size grayscale frames, one per :func:`latent_windows`."""
-        jobs = [grays[first:last + 1] for first, last in latent_windows(len(grays))]
+    def estimate_windows(self, video: WorkingVideo, K: np.ndarray) -> list[WindowMotion]:
+        """Window motions of a working-size video, one per :func:`latent_windows`."""
+        jobs = [(video.tracked[first:last + 1], video.plain[first]) for first, last in latent_windows(len(video.tracked))]
         # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:
-                matches = list(pool.map(lambda window: self._correspondences(window, K), jobs))
+                matches = list(pool.map(lambda job: self._correspondences(*job, K), jobs))
         else:
-            matches = [self._correspondences(window, K) for window in jobs]
+            matches = [self._correspondences(*job, K) for job in jobs]
         # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
         return [self._window_motion(match, K, gate) for match in matches]
@@ -278,8 +302,14 @@ class OpenCVPoseEstimator:
         noise = float(np.median(gaps)) if gaps else 0.0
         return max(self.config.gate_px, self.config.noise_gate * noise)
 
-    def _correspondences(self, window: list[np.ndarray], K: np.ndarray) -> _Correspondences:
+    def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray) -> _Correspondences:
         tracks = track_window(window, self.config.tracker)
+        # corners on a smooth ramp or a straight edge of the plain frame (a plain sky's bands,
+        # foreshortened ground near the horizon) slide along it: contrast normalisation makes
+        # them trackable, not informative; under a turn they drag the fits towards "no turn"
+        ramp = _coherence_at(plain_first, tracks.first) > self.config.max_coherence
+        if ramp.any() and np.count_nonzero(~ramp) >= self.config.min_tracks:
+            tracks = WindowTracks(tracks.first[~ramp], tracks.last[~ramp], tracks.num_detected, tracks.disagreement)
         x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
         if len(x1) < self.config.min_tracks:
             return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, None, None)

@@ -135,7 +135,8 @@ def build_terrain(seed: int, keep_free: np.ndarray | None = None, clearance: flo
     ground_material = str(rng.choice(GROUND_MATERIALS))
     palette = str(rng.choice(_GROUND_PALETTES))
     textures = [make_texture(rng, ground_material, palette, float(rng.uniform(1.0, 2.0))), _grey_texture(rng, 2.2),
-                make_texture(rng, "marble", "stone", 0.6)]
+                make_texture(rng, "marble", "stone", 0.6),
+                make_texture(rng, str(rng.choice(GROUND_MATERIALS)), palette, float(rng.uniform(1.0, 2.0)))]
     for _ in range(4):
         textures.append(make_texture(rng, str(rng.choice(MATERIALS)), str(rng.choice(list(PALETTES))), contrast))
     sky, sky_words = _sky(rng, 1, 2, has_mountains=rng.random() < 0.7)
@@ -159,14 +160,15 @@ def build_terrain(seed: int, keep_free: np.ndarray | None = None, clearance: flo
             boxes.extend(Box(lo, hi, texture=tex, tile=float(rng.uniform(0.5, 1.5))) for lo, hi, tex in parts)
     caption = f"an open {ground_material} field under a {sky_words} sky with rocks, pillars and trees"
     return Scene(seed=seed, boxes=boxes, caption=caption, atlas=atlas_pyramid(textures), palette=palette,
-                 family="terrain", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(0.8, 2.0))), sky=sky,
+                 family="terrain", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(0.8, 2.0)), detail=3,
+                                                 detail_tile=float(rng.uniform(2.0, 5.0))), sky=sky,
                  fog_distance=float(rng.uniform(60.0, 250.0)), fog_colour=sky.horizon)
 
 
 def _terrain_object(rng: np.random.Generator, kind: str, centre: np.ndarray, ground_y: float,
                     num_textures: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """Boxes (lo, hi, texture) of one object standing on the ground at ``centre``."""
-    texture = int(rng.integers(3, num_textures))
+    texture = int(rng.integers(4, num_textures))
     if kind == "pillar":
         half = rng.uniform(0.15, 0.5, 2)
         top = ground_y - rng.uniform(1.5, 6.0)
@@ -184,7 +186,7 @@ def _terrain_object(rng: np.random.Generator, kind: str, centre: np.ndarray, gro
         (np.array([centre[0] - 0.15, trunk_top, centre[2] - 0.15]), np.array([centre[0] + 0.15, ground_y, centre[2] + 0.15]),
          texture),
         (np.array([centre[0] - crown, crown_top, centre[2] - crown]), np.array([centre[0] + crown, trunk_top, centre[2] + crown]),
-         int(rng.integers(3, num_textures))),
+         int(rng.integers(4, num_textures))),
     ]
 
 
@@ -235,7 +237,8 @@ def build_street(seed: int, keep_free: np.ndarray | None = None, clearance: floa
     boxes += _kerb_objects(rng, points, left, right, near_z, far_z, ground_y, clearance, len(textures))
     caption = f"a street between rows of buildings under a {sky_words} sky"
     return Scene(seed=seed, boxes=boxes, caption=caption, atlas=atlas_pyramid(textures), palette="stone",
-                 family="street", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(1.0, 2.5))), sky=sky,
+                 family="street", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(1.0, 2.5)), detail=2,
+                                                detail_tile=float(rng.uniform(2.5, 5.0))), sky=sky,
                  fog_distance=float(rng.uniform(80.0, 300.0)), fog_colour=sky.horizon)
 
 

@@ -32,11 +32,18 @@ class Box:
 
 @dataclass(frozen=True)
 class Ground:
-    """An endless textured ground plane at height ``y`` (y points down)."""
+    """An endless textured ground plane at height ``y`` (y points down).
+
+    A second texture (``detail``), laid at an incommensurate scale and turned by 37 degrees,
+    is averaged in: a single tiled texture repeats every ``tile`` units, and a camera moving
+    about one period per window sees a grid whose motion trackers cannot tell from an offset
+    of one period (real ground never repeats)."""
 
     y: float
     texture: int
     tile: float = 2.0
+    detail: int | None = None
+    detail_tile: float = 3.2
 
 
 @dataclass(frozen=True)
@@ -136,11 +143,26 @@ def _surface_colour(scene: Scene, origin: np.ndarray, dirs: np.ndarray, t: np.nd
     slant_floor = np.where(on_ground, 0.02, 0.2)
     footprint = ray_len / focal / tiles * TEXTURE_SIZE / np.maximum(normal_cos, slant_floor)
     colour = sample_atlas(scene.atlas, u_t, v_t, tex_index, mip_level(footprint))
+    if ground is not None and ground.detail is not None and on_ground.any():
+        colour[on_ground] = 0.5 * (colour[on_ground] + _ground_detail(scene, ground, points[on_ground],
+                                                                         footprint[on_ground] * tiles[on_ground]))
     normals = np.zeros((len(dirs), 3))
     normals[np.arange(len(dirs)), axis] = 1.0
     shade = 0.55 + 0.45 * np.abs(normals @ _LIGHT)
     fog = np.exp(-ray_len / scene.fog_distance)
     return colour * (shade * fog)[:, None] + (1 - fog)[:, None] * np.array(scene.fog_colour)
+
+
+_DETAIL_TURN = np.radians(37.0)
+
+
+def _ground_detail(scene: Scene, ground: Ground, points: np.ndarray, footprint_units: np.ndarray) -> np.ndarray:
+    """The ground's second texture at ``points``: turned, at its own tile size."""
+    cos, sin = np.cos(_DETAIL_TURN), np.sin(_DETAIL_TURN)
+    u = (cos * points[:, 0] - sin * points[:, 2]) / ground.detail_tile
+    v = (sin * points[:, 0] + cos * points[:, 2]) / ground.detail_tile
+    level = mip_level(footprint_units / ground.detail_tile)
+    return sample_atlas(scene.atlas, np.mod(u, 1.0), np.mod(v, 1.0), np.full(len(u), ground.detail), level)
 
 
 def ridge_elevation(sky: Sky, azimuth: np.ndarray) -> np.ndarray:

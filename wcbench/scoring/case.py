@@ -1,11 +1,11 @@
 """Score one video against its script: the record fields that ``wcbench score``,
-``wcbench run`` and ``wcbench verify`` all write, from one function."""
+``wcbench run`` and ``wcbench verify`` all write, from one streaming scorer (:class:`CaseScorer`)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,19 @@ from wcbench.scoring.quality import QualityResult, clip_vq
 
 @dataclass
 class Scorers:
-    """The estimator and quality scorer of a run, plus the scoring mode."""
+    """The estimator and quality scorer of a run, plus the scoring mode and the options the
+    two were built with (``{"estimator": {...}, "quality": {...}}``)."""
 
     estimator: Any
     quality: Any
     mode: str = "default"
+    options: dict = field(default_factory=dict)
 
     def header(self) -> dict:
-        """What results.json records about the scorers."""
+        """What results.json records about the scorers (options only where some were given,
+        so that results made before options were recorded keep their config hash)."""
         thresholds = self.estimator.thresholds
-        return {
+        header = {
             "estimator": {"name": self.estimator.name, "version": self.estimator.version,
                           "thresholds": {"translation": thresholds.translation,
                                          "rotation_deg": thresholds.rotation_deg,
@@ -35,55 +38,152 @@ class Scorers:
             "quality": {"name": self.quality.name, "version": self.quality.version},
             "mode": self.mode,
         }
+        for key in ("estimator", "quality"):
+            if self.options.get(key):
+                header[key]["options"] = dict(self.options[key])
+        return header
 
 
 def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
+def frame_count_error(num_frames: int, script: Script) -> str:
+    """The message for a video whose length does not fit its script."""
+    return (f"video has {num_frames} frames but the script ({script.num_steps} latent steps) "
+            f"needs {script.num_frames} (4L-3)")
+
+
+class CaseScorer:
+    """Scores one video against its script clip by clip, as its frames arrive.
+
+    Feed frames in any chunks with :meth:`add` (a clip's worth from a model, or single frames
+    from a decoder); each clip is scored as soon as its last frame is in, and only the frames
+    of the clip being filled (plus frame 0, the drift reference) are held, so memory does not
+    grow with the video's length. :meth:`finish` returns the record fields.
+
+    Each clip is scored on its :class:`ClipView` by :func:`score_clip_following` and
+    :func:`score_clip_quality`, the functions the trainer's rewards call, so a reward and a
+    benchmark per-clip number are equal by construction. Case values are means over clips
+    (frame 0, the given start image, is never scored). ``true_poses`` (per frame, indexable;
+    it may still be growing while frames arrive) feed the ``gt`` estimator.
+    """
+
+    def __init__(self, script: Script, scorers: Scorers, *, prompt: str = "", K: np.ndarray | None = None,
+                 fov_deg: float | None = None, latents_per_clip: int = 4, true_poses: Any = None):
+        self.script, self.scorers, self.prompt = script, scorers, prompt
+        self.K, self.fov_deg, self.latents_per_clip = K, fov_deg, latents_per_clip
+        self.true_poses = true_poses
+        self._ranges = clip_step_ranges(script.num_steps, latents_per_clip)
+        self._reference: np.ndarray | None = None
+        self._pending: list[np.ndarray] = []  # frames from the current clip's first (the one before it) on
+        self._first = 0  # video index of _pending[0]
+        self.num_frames = 0
+        self._per_clip: list[dict] = []
+        self._commanded: list[int] = []
+        self._detected: list[int] = []
+        self._raw: list[dict] = []
+        self._confidence: list[np.ndarray] = []
+        self._path = [np.eye(4)]
+
+    def add(self, frames: np.ndarray) -> None:
+        """Append (T, H, W, 3) frames; scores every clip they complete. Frames past the
+        script's end are counted (for the error :meth:`finish` raises) but not kept."""
+        frames = np.asarray(frames)
+        if frames.ndim != 4:
+            raise ValueError(f"expected (T, H, W, 3) frames, got {frames.shape}")
+        room = max(0, self.script.num_frames - self.num_frames)
+        kept = frames[:room]
+        self.num_frames += len(frames)
+        if len(kept) == 0:
+            return
+        if self._reference is None:
+            self._reference = kept[0].copy()  # not a view: it would pin its whole chunk
+        self._pending.extend(kept)
+        while len(self._per_clip) < len(self._ranges):
+            last = 4 * (self._ranges[len(self._per_clip)].stop - 1)
+            if self._first + len(self._pending) <= last:
+                break
+            self._score_clip(last)
+
+    def _score_clip(self, last: int) -> None:
+        clip = len(self._per_clip)
+        steps = self._ranges[clip]
+        count = last - self._first + 1
+        poses = None if self.true_poses is None else np.asarray(self.true_poses[self._first:last + 1])
+        view = ClipView(frames=np.stack(self._pending[:count]),
+                        script=script_from_steps(clip_step_actions(self.script, clip, self.latents_per_clip)),
+                        reference=self._reference, true_poses=poses)
+        following, estimate = score_clip_following(view, self.scorers, fov_deg=self.fov_deg, K=self.K)
+        vq, quality = score_clip_quality(view, self.scorers, self.prompt)
+        self._per_clip.append({"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
+                               "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
+                               "if_rot_acc": following.if_rot_acc, "vq": _finite(vq)})
+        self._commanded.extend(following.commanded.tolist())
+        self._detected.extend(following.detected.tolist())
+        self._raw.append({name: values[2:] for name, values in quality.raw.items()})
+        self._confidence.append(estimate.confidence[1:])
+        base = self._path[-1]  # the clip's poses are relative to its first frame: chain them once
+        self._path.extend(base @ pose for pose in estimate.poses[1:])
+        self._pending = self._pending[count - 1:]  # the clip's last frame opens the next clip
+        self._first = last
+
+    def finish(self, commanded_poses: np.ndarray | None = None) -> dict:
+        """The record fields (if_acc, vq, per_clip, labels, paths, ...). Raises ValueError when
+        the frame count does not match the script (4L-3). ``commanded_poses`` (camera-to-world
+        per frame) only draw the commanded path in reports, re-expressed in the first frame's camera."""
+        if self.num_frames != self.script.num_frames:
+            raise ValueError(frame_count_error(self.num_frames, self.script))
+        per_clip, raw = self._per_clip, self._raw
+        raw_names = raw[0].keys() if raw else []
+        if commanded_poses is not None:  # in the first frame's camera, as the estimated path is
+            commanded_poses = np.linalg.inv(commanded_poses[0]) @ np.asarray(commanded_poses)
+        confidence = np.concatenate(self._confidence)
+        return {
+            "if_acc": float(np.mean([c["if_acc"] for c in per_clip])),
+            "if_trans_acc": float(np.mean([c["if_trans_acc"] for c in per_clip])),
+            "if_rot_acc": float(np.mean([c["if_rot_acc"] for c in per_clip])),
+            "vq": _finite(float(np.nanmean([np.nan if c["vq"] is None else c["vq"] for c in per_clip]))),
+            "vq_raw": {name: _finite(float(np.nanmean(np.concatenate([r[name] for r in raw])))) for name in raw_names},
+            "per_clip": per_clip,
+            "labels": {"commanded": self._commanded, "detected": self._detected},
+            "paths": {"commanded": None if commanded_poses is None
+                      else np.round(commanded_poses[:, :3, 3], 5).tolist(),
+                      "estimated": np.round(np.stack(self._path)[:, :3, 3], 5).tolist()},
+            "confidence_mean": float(np.mean(confidence)),
+            **({"warnings": [warning]} if (warning := low_confidence_warning(confidence)) else {}),
+        }
+
+
+LOW_CONFIDENCE = 0.3  # a window's tracks this few or this poorly fitting: its motion is a guess
+LOW_CONFIDENCE_SHARE = 0.25
+
+
+def low_confidence_warning(confidence: np.ndarray) -> str | None:
+    """A warning when more than a quarter of the transitions' camera motion was read with low
+    confidence (too little texture to track, or tracks that fit no motion): their labels fall
+    back to 'none' and IF there says little about the model."""
+    share = float(np.mean(confidence < LOW_CONFIDENCE)) if len(confidence) else 0.0
+    if share <= LOW_CONFIDENCE_SHARE:
+        return None
+    return (f"camera motion read with low confidence in {share:.0%} of transitions (too little texture to "
+            "track?): their labels fall back to 'none', so IF there may be wrong")
+
+
 def score_frames(frames: np.ndarray, script: Script, scorers: Scorers, *, prompt: str = "",
                  K: np.ndarray | None = None, fov_deg: float | None = None, latents_per_clip: int = 4,
                  commanded_poses: np.ndarray | None = None, true_poses: np.ndarray | None = None) -> dict:
-    """Score a (T, H, W, 3) video clip by clip: IF and VQ of every clip, and their means.
+    """Score a whole (T, H, W, 3) video held in memory clip by clip (see :class:`CaseScorer`).
 
-    Each clip is scored on its :func:`clip_view` by :func:`score_clip_following` and
-    :func:`score_clip_quality`, the functions the trainer's rewards call, so a reward and a
-    benchmark per-clip number are equal by construction. Case values are means over clips
-    (frame 0, the given start image, is never scored). ``commanded_poses`` only draw the
-    commanded path in reports; ``true_poses`` feed the ``gt`` estimator (synthetic scenes).
     Returns the record fields (if_acc, vq, per_clip, labels, paths, ...). Raises ValueError
     when the frame count does not match the script (4L-3).
     """
     if len(frames) != script.num_frames:
-        raise ValueError(f"video has {len(frames)} frames but the script ({script.num_steps} latent steps) "
-                         f"needs {script.num_frames} (4L-3)")
-    per_clip, commanded, detected, raw, confidence = [], [], [], [], []
-    path = [np.eye(4)]
-    for clip, steps in enumerate(clip_step_ranges(script.num_steps, latents_per_clip)):
-        view = clip_view(frames, script, clip, latents_per_clip, true_poses)
-        following, estimate = score_clip_following(view, scorers, fov_deg=fov_deg, K=K)
-        vq, quality = score_clip_quality(view, scorers, prompt)
-        per_clip.append({"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
-                         "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
-                         "if_rot_acc": following.if_rot_acc, "vq": _finite(vq)})
-        commanded.extend(following.commanded.tolist())
-        detected.extend(following.detected.tolist())
-        raw.append({name: values[2:] for name, values in quality.raw.items()})
-        confidence.append(estimate.confidence[1:])
-        path.extend(path[-1] @ pose for pose in estimate.poses[1:])  # chain the clips' relative paths
-    raw_names = raw[0].keys() if raw else []
-    return {
-        "if_acc": float(np.mean([c["if_acc"] for c in per_clip])),
-        "if_trans_acc": float(np.mean([c["if_trans_acc"] for c in per_clip])),
-        "if_rot_acc": float(np.mean([c["if_rot_acc"] for c in per_clip])),
-        "vq": _finite(float(np.nanmean([np.nan if c["vq"] is None else c["vq"] for c in per_clip]))),
-        "vq_raw": {name: _finite(float(np.nanmean(np.concatenate([r[name] for r in raw])))) for name in raw_names},
-        "per_clip": per_clip,
-        "labels": {"commanded": commanded, "detected": detected},
-        "paths": {"commanded": None if commanded_poses is None else np.round(commanded_poses[:, :3, 3], 5).tolist(),
-                  "estimated": np.round(np.stack(path)[:, :3, 3], 5).tolist()},
-        "confidence_mean": float(np.mean(np.concatenate(confidence))),
-    }
+        raise ValueError(frame_count_error(len(frames), script))
+    scorer = CaseScorer(script, scorers, prompt=prompt, K=K, fov_deg=fov_deg, latents_per_clip=latents_per_clip,
+                        true_poses=true_poses)
+    scorer.add(frames)
+    return scorer.finish(commanded_poses)
 
 
 def sha256_file(path: str | Path) -> str:

@@ -1,0 +1,115 @@
+"""Streaming video IO and scoring: clip-by-clip writing equals writing at once and is atomic,
+decoding counts the decoder's complaints, and the case scorer holds one clip, never the video,
+while giving the numbers of whole-video scoring."""
+
+import gc
+import weakref
+
+import cv2
+import numpy as np
+import pytest
+
+from wcbench.actions import parse_script
+from wcbench.pose import build_estimator
+from wcbench.scoring.case import CaseScorer, Scorers, score_frames
+from wcbench.scoring.quality import build_quality_scorer
+from wcbench.video import VideoReadError, VideoSource, read_frames_at, read_video, video_writer, write_video
+
+
+def _panning(num_frames: int, height: int = 48, width: int = 64) -> np.ndarray:
+    """A textured strip panned sideways by 1 px a frame."""
+    rng = np.random.default_rng(3)
+    texture = cv2.GaussianBlur((rng.random((height, width + num_frames, 3)) * 255).astype(np.uint8), (0, 0), 1.5)
+    return np.stack([texture[:, t:t + width] for t in range(num_frames)])
+
+
+def test_streamed_writing_equals_writing_at_once(tmp_path):
+    frames = _panning(33)
+    write_video(tmp_path / "whole.avi", frames)
+    with video_writer(tmp_path / "clips.avi") as writer:
+        writer.write(frames[:1])
+        for start in range(1, 33, 16):
+            writer.write(frames[start:start + 16])
+    assert np.array_equal(read_video(tmp_path / "clips.avi"), frames)  # FFV1 is lossless
+    assert np.array_equal(read_video(tmp_path / "whole.avi"), frames)
+    assert np.array_equal(read_frames_at(tmp_path / "clips.avi", [0, 7, 32]), frames[[0, 7, 32]])
+    assert VideoSource(tmp_path / "clips.avi").count_frames() == 33
+
+
+def test_a_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(RuntimeError, match="model died"):
+        with video_writer(tmp_path / "v.avi") as writer:
+            writer.write(_panning(5))
+            raise RuntimeError("model died")
+    with pytest.raises(ValueError, match="after frames of 64x48"):
+        with video_writer(tmp_path / "v.avi") as writer:
+            writer.write(_panning(5))
+            writer.write(np.zeros((4, 10, 10, 3), np.uint8))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_decoder_complaints_are_counted(tmp_path):
+    frames = _panning(60, 96, 128)
+    clean = tmp_path / "clean.mp4"
+    writer = cv2.VideoWriter(str(clean), cv2.VideoWriter_fourcc(*"mp4v"), 16, (128, 96))
+    for frame in frames:
+        writer.write(frame)
+    writer.release()
+    data = bytearray(clean.read_bytes())
+    for k in range(2000, len(data) - 2000, 997):  # flip bits all through the coded frames
+        data[k] ^= 0x55
+    damaged = tmp_path / "damaged.mp4"
+    damaged.write_bytes(bytes(data))
+    source = VideoSource(clean)
+    assert sum(1 for _ in source) == 60 and source.decoder_messages == []
+    source = VideoSource(damaged)
+    list(source)
+    assert source.decoder_messages and all(m.startswith("[mpeg4 @") for m in source.decoder_messages)
+
+
+def test_unreadable_videos_are_named(tmp_path):
+    (tmp_path / "text.mp4").write_text("not a video")
+    with pytest.raises(VideoReadError, match="text.mp4"):
+        list(VideoSource(tmp_path / "text.mp4"))
+    with pytest.raises(VideoReadError, match="no such file"):
+        VideoSource(tmp_path / "absent.mp4")
+
+
+SCRIPT = parse_script("d-2, right-3, w-3")  # 8 latent steps: 33 frames, clips of 4 steps
+
+
+def _scorers():
+    return Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+
+
+def test_streamed_scoring_equals_whole_video_scoring():
+    frames = _panning(SCRIPT.num_frames)
+    whole = score_frames(frames, SCRIPT, _scorers(), fov_deg=75.0)
+    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+    for frame in frames:
+        scorer.add(frame[None])
+    assert scorer.finish() == whole
+
+
+def test_the_scorer_holds_one_clip_not_the_video():
+    """Frames handed over one at a time are released once their clip is scored: at any time at
+    most one clip (16 frames) plus the frame before it are alive."""
+    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+    alive = []
+    most = 0
+    for frame in _panning(SCRIPT.num_frames):
+        chunk = frame[None].copy()
+        alive.append(weakref.ref(chunk))
+        scorer.add(chunk)
+        del chunk, frame
+        gc.collect()
+        most = max(most, sum(ref() is not None for ref in alive))
+    assert most <= 17
+    scorer.finish()
+
+
+def test_wrong_length_is_an_error_after_streaming():
+    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+    scorer.add(_panning(SCRIPT.num_frames + 4))
+    with pytest.raises(ValueError, match="video has 37 frames but the script .* needs 33"):
+        scorer.finish()

@@ -1,0 +1,77 @@
+"""What a result was computed with: package versions and hardware, for results.json and for
+reading a frames/s figure (which means nothing without the machine it was measured on)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import sys
+from functools import lru_cache
+from importlib import metadata
+
+# The packages whose versions can move a score or a timing.
+PACKAGES = ("worldcompass-bench", "numpy", "scipy", "opencv-python-headless", "opencv-python", "torch",
+            "brisque", "pandas", "hydra-core", "accelerate", "diffusers")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of :data:`PACKAGES` (those not installed are left out) and Python's."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def gpu_name() -> str | None:
+    """The first CUDA device's name when torch is already imported and sees one; else None
+    (wcbench does not import torch just to ask)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return str(torch.cuda.get_device_name(0))
+
+
+def cores() -> int:
+    """CPU cores this process may run on (the affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def hardware() -> dict:
+    """CPU model, usable cores and GPU (None without one)."""
+    return {"cpu": cpu_model(), "cores": cores(), "gpu": gpu_name()}
+
+
+def hardware_label(info: dict) -> str:
+    """One line for tables: the GPU when there is one, else the CPU and its cores."""
+    return info["gpu"] or f"{info['cpu']} ({info['cores']} cores)"
+
+
+def timestamp() -> str:
+    """Now, UTC, ISO 8601 to the second."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def environment() -> dict:
+    """The block results.json records: versions, hardware, platform and the time."""
+    return {"packages": package_versions(), "hardware": hardware(), "platform": platform.platform(),
+            "created": timestamp()}
