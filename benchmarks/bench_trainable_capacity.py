@@ -31,12 +31,12 @@ from wcbench.pose import build_estimator
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.suite import load_suite
-from wctrain.models.wcbench_adapter import load_tinywm
+from wctrain.models.tinywm import load_tinywm
 from wctrain.pretrain import (FRAMES_PER_LATENT, TrajectoryData, flow_matching_loss, render_latent_trajectory,
                               sample_batch)
 from wctrain.rewards import FollowingReward
 from wctrain.rollout import rollout_clip_level
-from wctrain.trainer import optimizer_groups, select_trainable
+from wctrain.trainable import optimizer_groups, select_trainable
 
 SETS = {"emb": ["action_embedding"], "proj": ["action_embedding", "action_proj"],
         "film": ["action_embedding", "action_proj", "cond_emb_proj"], "all": None}
@@ -57,7 +57,7 @@ def strafe_yaw_data(suite, count: int, seed: int = 0) -> TrajectoryData:
 
 def train_set(data: TrajectoryData, paths: list[str] | None, steps: int):
     """A copy of the shipped model with only the modules ``paths`` (None: all) trained on ``data``."""
-    model = load_tinywm(None).train()
+    model = load_tinywm().train()
     select_trainable(model, paths)
     lr, shared_lr = (1e-2, 1e-3) if paths else (3e-4, 3e-4)
     optimizer = torch.optim.Adam(optimizer_groups(model, lr, shared_lr))
@@ -88,7 +88,7 @@ def main() -> None:
             for step, (episode, clip) in enumerate(cases):
                 rollout = rollout_clip_level(model, episode, clip, 8, model.default_sigmas(),
                                              torch.Generator().manual_seed(step), eta=1.0)
-                per_label.setdefault(step % 4, []).append(np.mean(reward.per_latent(rollout.views)))
+                per_label.setdefault(step % 4, []).append(np.mean(reward(rollout.views)))
         cells = ", ".join(f"{label_name(STRAFE_YAW[k].label)} {np.mean(v):.2f}" for k, v in sorted(per_label.items()))
         print(f"{name:5s} ({args.steps} steps, {time.perf_counter() - start:.0f} s): {cells}", flush=True)
 
