@@ -43,7 +43,8 @@ def main() -> None:
 
     model = load_tinywm().eval()
     sigmas = model.default_sigmas()
-    episode = sample_episode(RLConfig(episode_clips=args.clips, combined_fraction=1.0), load_suite("wc-mini"), 0, 0, set())
+    rl = RLConfig(episode_clips=args.clips, combined_fraction=1.0)
+    episode = sample_episode(rl, load_suite("wc-mini"), 0, 0, set())
     target = args.clips - 1
     rollout_clip_level(model, episode, 0, 2, sigmas, torch.Generator().manual_seed(0))  # warm-up
 

@@ -55,7 +55,7 @@ if has ablations; then
          "sample-level rollout (45 steps)=$OUT/eval-short-sample")
 fi
 [ ${#rows[@]} -gt 0 ] && python benchmarks/wctrain_table.py "$OUT/eval-baseline" "${rows[@]}" --markdown "$OUT/table.md"
-has default && python benchmarks/per_label_following.py "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups \
+has default && python experiments/per_label_following.py "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups \
   | tee "$OUT/groups.txt"
 
 # tinywan: the shipped checkpoint (its recipe: docs/wctrain.md) before and after the default post-training

@@ -35,7 +35,8 @@ def main() -> None:
         scorers[name] = (f"estimator {header['estimator']['name']} v{header['estimator']['version']}, "
                          f"quality {header['quality']['name']} v{header['quality']['version']}")
     if len(set(scorers.values())) > 1:  # numbers from different scorers are not comparable
-        raise SystemExit("runs were scored with different scorers: " + "; ".join(f"{k}: {v}" for k, v in scorers.items()))
+        raise SystemExit("runs were scored with different scorers: "
+                         + "; ".join(f"{k}: {v}" for k, v in scorers.items()))
     blocks = {}
     for name, folder in runs:
         records = load_records(folder)

@@ -13,7 +13,8 @@ from wctrain.advantages import (AdvantageConfig, best_of_n, compute_advantages, 
 
 
 def close(actual: torch.Tensor, expected) -> None:
-    torch.testing.assert_close(actual, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)  # eps = 1e-6 in the std
+    # atol: eps = 1e-6 in the std
+    torch.testing.assert_close(actual, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)
 
 
 def test_group_normalize_known_numbers():

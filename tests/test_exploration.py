@@ -25,7 +25,8 @@ def probe(batch: int):
 
 
 def signs(action: Action, batch: int) -> torch.Tensor:
-    return torch.tensor([action.forward, action.right, action.yaw, action.pitch], dtype=torch.float32).expand(batch, 4, 4)
+    values = [action.forward, action.right, action.yaw, action.pitch]
+    return torch.tensor(values, dtype=torch.float32).expand(batch, 4, 4)
 
 
 def test_exploration_varies_candidates_only_inside_the_block():

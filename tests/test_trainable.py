@@ -71,7 +71,8 @@ def test_per_latent_credit_reaches_only_the_latents_own_action(model):
 
     def row_grads(r):
         model.zero_grad()
-        loss, deviation = group_loss(field, old, rollout, r, torch.arange(3), sigmas, torch.Generator().manual_seed(0), rl)
+        loss, deviation = group_loss(field, old, rollout, r, torch.arange(3), sigmas,
+                                     torch.Generator().manual_seed(0), rl)
         loss.backward()
         assert deviation == 0.0
         grad = model.action_embedding.weight.grad

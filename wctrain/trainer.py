@@ -128,8 +128,9 @@ def build_run(cfg: TrainerConfig) -> Run:
     accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=cfg.mixed_precision,
                               gradient_accumulation_steps=cfg.rl.groups_per_rank,
                               log_with=cfg.log_with or None, project_dir=cfg.run_dir)
-    if accelerator.distributed_type == DistributedType.DEEPSPEED:  # DeepSpeed sizes its steps before prepare: a group is one
-        ds_config = accelerator.state.deepspeed_plugin.deepspeed_config  # micro-batch, a rank's groups accumulate
+    # DeepSpeed sizes its steps before prepare: a group is one micro-batch, a rank's groups accumulate
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        ds_config = accelerator.state.deepspeed_plugin.deepspeed_config
         ds_config.update(train_micro_batch_size_per_gpu=1, gradient_accumulation_steps=cfg.rl.groups_per_rank)
     model = build_model(cfg, accelerator)
     # the EMAs are full copies made before prepare (which may shard the trained model)
@@ -174,8 +175,8 @@ def roll_out(run: Run, step: int, episodes: list[Episode], clip: int) -> list[Gr
     exploration = build_exploration(rl.explore, rl.explore_focus, run.state.label_accuracy)
     rollout = {"clip": rollout_clip_level, "sample": rollout_sample_level}[rl.rollout]
     with run.accelerator.autocast():
-        return [rollout(run.old.module, episode, clip, rl.group_size, run.sigmas, step_generator(rl.seed, step, group, 1),
-                        eta=rl.sampler_eta, exploration=exploration)
+        return [rollout(run.old.module, episode, clip, rl.group_size, run.sigmas,
+                        step_generator(rl.seed, step, group, 1), eta=rl.sampler_eta, exploration=exploration)
                 for group, episode in zip(run.groups, episodes)]
 
 
@@ -188,8 +189,9 @@ def update_policy(run: Run, step: int, rollouts: list[GroupRollout],
     losses, deviations = [], []
     for group, rollout, adv in zip(run.groups, rollouts, advantages):
         with acc.accumulate(run.model), acc.autocast():
-            loss, deviation = group_loss(run.model, run.old.module, rollout, torch.as_tensor(adv.r, dtype=torch.float32),
-                                         adv.selected, run.sigmas, step_generator(rl.seed, step, group, 2), rl)
+            r = torch.as_tensor(adv.r, dtype=torch.float32)
+            loss, deviation = group_loss(run.model, run.old.module, rollout, r, adv.selected, run.sigmas,
+                                         step_generator(rl.seed, step, group, 2), rl)
             acc.backward(loss)
         losses.append(float(loss.detach()))
         deviations.append(deviation)

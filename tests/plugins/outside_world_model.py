@@ -44,7 +44,8 @@ class OutsideWorldModel(nn.Module):
             prefix = torch.cat([prefix[:, :1]] * (self.context_latents - prefix.shape[1]) + [prefix], dim=1)
         return prefix[:, -self.context_latents:]
 
-    def velocity(self, x_t: torch.Tensor, sigma: torch.Tensor, ctx: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    def velocity(self, x_t: torch.Tensor, sigma: torch.Tensor, ctx: torch.Tensor,
+                 actions: torch.Tensor) -> torch.Tensor:
         batch, num_latents = x_t.shape[:2]
         sigma = sigma[:, None].expand(batch, num_latents) if sigma.dim() == 1 else sigma
         last = ctx[:, -1:].expand(-1, num_latents, -1, -1, -1)

@@ -165,7 +165,8 @@ class TinyWan(PackedLatentSpace, ModelMixin, ConfigMixin):
         tokens = (self.norm_out(tokens.float()) * (1 + scale) + shift).type_as(tokens)
         out = self.proj_out(tokens).unflatten(1, (num_context + num_latents, *grid))[:, num_context:]
         out = self._unpatchify(out)  # (B, L, out_channels, h, w)
-        sample = self._warp_context(ctx.history[:, -1], out[:, :, self.latent_channels:]) + out[:, :, :self.latent_channels]
+        warped = self._warp_context(ctx.history[:, -1], out[:, :, self.latent_channels:])
+        sample = warped + out[:, :, :self.latent_channels]
         return (x_t - sample) / sigma.clamp(min=MIN_SIGMA).reshape(batch, num_latents, 1, 1, 1)
 
     def _unpatchify(self, out: torch.Tensor) -> torch.Tensor:

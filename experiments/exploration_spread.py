@@ -1,6 +1,6 @@
 """Within-group IF spread of tinywm's rollouts: how many groups give RL a following signal.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_exploration.py [--groups 16] [--eta 0 1 1] [--explore 0 0 1]
+    OMP_NUM_THREADS=1 python experiments/exploration_spread.py [--groups 16] [--eta 0 1 1] [--explore 0 0 1]
         [--episodes training|strafe-yaw]
 
 For each (eta, explore) setting, the same ``--groups`` episodes are rolled out at clip

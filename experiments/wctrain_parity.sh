@@ -3,7 +3,7 @@
 # default command before the refactor (commit f85a4f8, unpacked to a temporary folder and run
 # from there) and after it, on 1 process and on 2, compared bit for bit (docs/wctrain.md).
 #
-#   bash benchmarks/wctrain_parity.sh [OUT_DIR]      # ~5 min on an idle 2-core CPU
+#   bash experiments/wctrain_parity.sh [OUT_DIR]      # ~5 min on an idle 2-core CPU
 set -euo pipefail
 OUT=$(realpath -m "${1:-runs/wctrain-parity}")
 BASE=f85a4f8
@@ -18,5 +18,5 @@ rm -rf "$OUT"/{old,new}-{one,two}
 python -m wctrain train run_dir="$OUT/new-one" eval.every=0 rl.steps=6 checkpoint_every=3
 (cd "$OLD" && PYTHONPATH="$OLD" "${LAUNCH[@]}" -m wctrain train run_dir="$OUT/old-two" eval.every=0 rl.steps=5 checkpoint_every=5)
 "${LAUNCH[@]}" -m wctrain train run_dir="$OUT/new-two" eval.every=0 rl.steps=5 checkpoint_every=5
-echo "1 process, 6 steps:";  python benchmarks/wctrain_compare_runs.py "$OUT/old-one" "$OUT/new-one"
-echo "2 processes, 5 steps:"; python benchmarks/wctrain_compare_runs.py "$OUT/old-two" "$OUT/new-two"
+echo "1 process, 6 steps:";  python experiments/wctrain_compare_runs.py "$OUT/old-one" "$OUT/new-one"
+echo "2 processes, 5 steps:"; python experiments/wctrain_compare_runs.py "$OUT/old-two" "$OUT/new-two"
