@@ -90,7 +90,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, nargs=2, default=(832, 480), metavar=("W", "H"))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("settings", nargs="*", help="settings for `wcbench score`, e.g. quality_options.spatial_stride=8")
+    parser.add_argument("settings", nargs="*",
+                        help="settings for `wcbench score`, e.g. quality_options.spatial_stride=8")
     args = parser.parse_args()
     if args.child:
         score_once(Path(args.child), args.frames, Path(args.out), args.settings)

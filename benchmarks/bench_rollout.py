@@ -17,10 +17,11 @@ import time
 
 import torch
 
-from wctrain.models.wcbench_adapter import load_tinywm
-from wctrain.rollout import rollout_clip_level, rollout_sample_level
-from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
 from wcbench.suite import load_suite
+from wctrain.config import RLConfig
+from wctrain.episodes import sample_episode
+from wctrain.models.tinywm import load_tinywm
+from wctrain.rollout import rollout_clip_level, rollout_sample_level
 
 
 def best_time(fn, repeats: int) -> tuple[float, object]:
@@ -40,10 +41,10 @@ def main() -> None:
     parser.add_argument("--eta", type=float, default=1.0, help="sampler noise, as the trainer's default")
     args = parser.parse_args()
 
-    model = load_tinywm(None).eval()
+    model = load_tinywm().eval()
     sigmas = model.default_sigmas()
-    cfg = TrainerConfig(rl=RLConfig(episode_clips=args.clips, combined_fraction=1.0))
-    episode = sample_episode(cfg, load_suite("wc-mini"), 0, 0, set())
+    rl = RLConfig(episode_clips=args.clips, combined_fraction=1.0)
+    episode = sample_episode(rl, load_suite("wc-mini"), 0, 0, set())
     target = args.clips - 1
     rollout_clip_level(model, episode, 0, 2, sigmas, torch.Generator().manual_seed(0))  # warm-up
 

@@ -42,7 +42,7 @@ def bench_group(checkpoint: str | None, group: int, target_clip: int, num_infere
                 repeats: int) -> None:
     suite = load_suite("wc-mini")
     case = next(c for c in suite.cases if c.horizon == "short")
-    model = load_tinywm(checkpoint)
+    model = load_tinywm(checkpoint or "shipped")
     sigmas = model.default_sigmas(num_inference_steps)
     steps = case.parsed().step_actions()
     ranges = clip_step_ranges(len(steps), suite.latents_per_clip)
@@ -57,7 +57,7 @@ def bench_group(checkpoint: str | None, group: int, target_clip: int, num_infere
             history = torch.cat([history, sample_clip(model, history, actions, sigmas, generator)], dim=1)
         prefix_done = time.perf_counter()
         actions = actions_to_tensor([steps[i - 1] for i in ranges[target_clip]])[None].expand(group, -1, -1)
-        candidates = sample_clip(model, history[:, -model.config.context_latents:].expand(group, -1, -1, -1, -1),
+        candidates = sample_clip(model, history[:, -model.context_latents:].expand(group, -1, -1, -1, -1),
                                  actions, sigmas, generator)
         model.decode(candidates)
         if repeat:

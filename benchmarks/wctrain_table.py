@@ -1,7 +1,8 @@
 """Post-training table: per-track IF and VQ (with 95% bootstrap CIs) of wcbench runs, and the
 change against a baseline run.
 
-    python benchmarks/wctrain_table.py BASELINE_RUN NAME=RUN [NAME=RUN ...] [--markdown FILE]
+    python benchmarks/wctrain_table.py BASELINE_RUN NAME=RUN [NAME=RUN ...] [--baseline-name NAME]
+        [--markdown FILE]
 
 Every RUN is a ``wcbench run`` output folder on the same suite (or a trainer's
 ``RUN_DIR/eval/step-N`` folder: only the per-case records are read); the first is the
@@ -22,10 +23,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("baseline", help="the baseline run folder (the model before post-training)")
     parser.add_argument("runs", nargs="+", help="NAME=RUN_FOLDER")
+    parser.add_argument("--baseline-name", default="baseline (shipped tinywm)", help="the baseline's row name")
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
 
-    runs = [("baseline (shipped tinywm)", Path(args.baseline))] + [
+    runs = [(args.baseline_name, Path(args.baseline))] + [
         (item.rsplit("=", 1)[0], Path(item.rsplit("=", 1)[1])) for item in args.runs]
     scorers = {}
     for name, folder in runs:
@@ -33,7 +35,8 @@ def main() -> None:
         scorers[name] = (f"estimator {header['estimator']['name']} v{header['estimator']['version']}, "
                          f"quality {header['quality']['name']} v{header['quality']['version']}")
     if len(set(scorers.values())) > 1:  # numbers from different scorers are not comparable
-        raise SystemExit("runs were scored with different scorers: " + "; ".join(f"{k}: {v}" for k, v in scorers.items()))
+        raise SystemExit("runs were scored with different scorers: "
+                         + "; ".join(f"{k}: {v}" for k, v in scorers.items()))
     blocks = {}
     for name, folder in runs:
         records = load_records(folder)

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from wctrain.advantages import (AdvantageConfig, best_of_n, combine, compute_group_advantages,
-                                compute_latent_advantages, full_marks_mask, group_normalize,
-                                lambda_weights, reward_std, to_r)
+from wctrain.advantages import (AdvantageConfig, best_of_n, compute_advantages, compute_group_advantages,
+                                compute_latent_advantages, group_normalize, to_r)
 
 
 def close(actual: torch.Tensor, expected) -> None:
-    torch.testing.assert_close(actual, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)  # eps = 1e-6 in the std
+    # atol: eps = 1e-6 in the std
+    torch.testing.assert_close(actual, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)
 
 
 def test_group_normalize_known_numbers():
@@ -32,39 +32,18 @@ def test_constant_group_has_zero_advantage_and_half_r():
     close(to_r(advantage, 1.0), [0.5] * 4)
 
 
-def test_group_vs_global_std():
-    rewards = [[0.0, 1.0], [10.0, 12.0]]
-    close(group_normalize(rewards, "group"), [[-1.0, 1.0], [-1.0, 1.0]])
-    # all four: mean 5.75, squared deviations sum to 112.75, population std sqrt(112.75 / 4)
-    std = math.sqrt(112.75 / 4)
-    assert reward_std(rewards) == pytest.approx(std)
-    close(group_normalize(rewards, "global"), [[-0.5 / std, 0.5 / std], [-1.0 / std, 1.0 / std]])
-    # two ranks holding one group each, given the gathered std, reproduce the single-process numbers
-    per_rank = [group_normalize([row], "global", global_std=reward_std(rewards)) for row in rewards]
-    torch.testing.assert_close(torch.cat(per_rank), group_normalize(rewards, "global"))
-    with pytest.raises(ValueError, match="std_mode"):
-        group_normalize(rewards, "rank")
+def test_each_group_is_normalised_by_its_own_std():
+    close(group_normalize([[0.0, 1.0], [10.0, 12.0]]), [[-1.0, 1.0], [-1.0, 1.0]])
 
 
 def test_rewards_that_do_not_apply():
     close(group_normalize([1.0, None, 3.0]), [-1.0, 0.0, 1.0])
     close(group_normalize([None, None]), [0.0, 0.0])
     close(group_normalize([[1.0, None, 3.0], [None, 5.0, 5.0]]), [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
-    # None rewards are also left out of the global std: that of {1, 3, 5, 5}
-    assert reward_std([[1.0, None, 3.0], [None, 5.0, 5.0]]) == pytest.approx(math.sqrt(11 / 4))
     with pytest.raises(ValueError, match="NaN"):
         group_normalize([1.0, float("nan"), 3.0])
     with pytest.raises(ValueError, match="shape"):
         group_normalize(torch.zeros(2, 2, 2))
-
-
-def test_combine_and_lambda():
-    a_if, a_vq = torch.tensor([1.0, -1.0]), torch.tensor([0.0, 2.0])
-    torch.testing.assert_close(combine(a_if, a_vq, 0.25), torch.tensor([0.25, 1.25]))
-    torch.testing.assert_close(combine(a_if, a_vq, 1.0), a_if)
-    assert lambda_weights(0.25) == {"if": 0.25, "vq": 0.75}
-    with pytest.raises(ValueError):
-        combine(a_if, a_vq, 1.5)
 
 
 def test_to_r():
@@ -92,7 +71,7 @@ def test_best_of_n():
 def test_compute_group_advantages_known_numbers():
     std = math.sqrt(1.25)
     a = [-1.5 / std, -0.5 / std, 0.5 / std, 1.5 / std]
-    config = AdvantageConfig(weights=lambda_weights(0.75), z=1.0, top_k=1)
+    config = AdvantageConfig(weights={"if": 0.75, "vq": 0.25}, z=1.0, top_k=1)
     result = compute_group_advantages({"if": [1.0, 2.0, 3.0, 4.0], "vq": [4.0, 3.0, 2.0, 1.0]}, config)
     close(result.per_reward["if"], a)
     close(result.per_reward["vq"], [-value for value in a])
@@ -110,15 +89,10 @@ def test_compute_group_advantages_several_groups_and_none():
     close(result.advantage, [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
     close(result.r, [[0.0, 0.5, 1.0], [0.5, 0.5, 0.5]])
     assert result.selected.tolist() == [[0, 2], [0, 2]]
-    # global std per reward, as gathered by the trainer
-    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, std_mode="global")
-    result = compute_group_advantages(rewards, config, global_std={"if": 2.0, "vq": 1.0})
-    close(result.per_reward["if"], [[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
-    assert result.selected.shape == (2, 3)
 
 
 def test_compute_group_advantages_rejects_mismatches():
-    config = AdvantageConfig(weights=lambda_weights(0.5))
+    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5})
     with pytest.raises(ValueError, match="same"):
         compute_group_advantages({"if": [1.0, 2.0]}, config)
     with pytest.raises(ValueError, match="one value per candidate"):
@@ -148,25 +122,9 @@ def test_latent_advantages_reject_bad_shapes():
         compute_latent_advantages({"if": [[1.0, 0.0], [0.0, 1.0]], "vq": [0.5, 0.6, 0.7]}, config)
 
 
-def test_full_marks_anchor_reinforces_a_group_every_candidate_followed():
-    # without the anchor a latent all candidates followed gets r = 1/2; with it, A_IF = the value
-    rewards = {"if": [[1.0, 0.0, 0.0], [1.0, 0.0, 1.0], [1.0, 0.0, 1.0]], "vq": [0.5, 0.6, 0.7]}
-    plain = compute_latent_advantages(rewards, AdvantageConfig(weights={"if": 1.0, "vq": 0.0}, z=2.0))
-    anchored = compute_latent_advantages(rewards, AdvantageConfig(weights={"if": 1.0, "vq": 0.0}, z=2.0,
-                                                                  full_marks={"if": 1.5}))
-    assert plain.r[:, 0].tolist() == [0.5, 0.5, 0.5]
-    assert anchored.r[:, 0].tolist() == pytest.approx([0.5 + 0.5 * 1.5 / 2.0] * 3)
-    # a latent every candidate failed stays at 1/2 (no direction to go), one with spread is unchanged
-    assert anchored.r[:, 1].tolist() == [0.5, 0.5, 0.5]
-    torch.testing.assert_close(anchored.r[:, 2], plain.r[:, 2])
-    # per group: only the group that scored 1.0 throughout moves; None rewards are left out
-    config = AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, z=2.0, full_marks={"if": 2.0})
-    result = compute_group_advantages({"if": [[1.0, None, 1.0], [1.0, 0.9, 1.0]], "vq": [[0.5] * 3, [0.5] * 3]},
-                                      config)
-    close(result.per_reward["if"][0], [2.0, 0.0, 2.0])
-    assert result.per_reward["if"][1].tolist() == pytest.approx(
-        group_normalize([1.0, 0.9, 1.0]).tolist(), abs=1e-9)
-    assert full_marks_mask([[None, None], [1.0, 1.0]]).flatten().tolist() == [False, True]
-    with pytest.raises(ValueError, match="full_marks"):
-        compute_group_advantages({"if": [1.0, 1.0], "vq": [0.5, 0.6]},
-                                 AdvantageConfig(weights={"if": 0.5, "vq": 0.5}, full_marks={"fid": 1.0}))
+def test_advantages_are_per_latent_when_a_reward_is():
+    config = AdvantageConfig(weights={"following": 1.0, "quality": 0.0})
+    per_latent = compute_advantages({"following": [[1.0, 0.0], [0.0, 0.0]], "quality": [0.5, 0.6]}, config)
+    assert tuple(per_latent.r.shape) == (2, 2)
+    per_clip = compute_advantages({"following": [1.0, 0.0], "quality": [0.5, 0.6]}, config)
+    assert tuple(per_clip.r.shape) == (2,) and per_clip.r[0] > 0.5 > per_clip.r[1]

@@ -83,7 +83,8 @@ def test_export_formats_and_adding_one_later(tmp_path):
     assert not (folder / "pose.json").exists()
     data = json.loads((folder / "matrix_game.json").read_text())
     labels = json.loads((folder / "labels.json").read_text())["labels"]
-    assert [a.label for a in controls.matrix_game_actions(data["keyboard_condition"], data["mouse_condition"])] == labels
+    actions = controls.matrix_game_actions(data["keyboard_condition"], data["mouse_condition"])
+    assert [a.label for a in actions] == labels
     assert main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "text-actions",
                  "--format", "worldplay"]) == 0
     steps = controls.text_actions(json.loads((folder / "text_actions.json").read_text())["segments"])

@@ -31,49 +31,37 @@ def test_update_moves_only_visited_labels_towards_their_groups_mean():
         update_label_accuracy(accuracy, mask, np.array([1.0, 0.0]), rate=0.0)
 
 
-def test_failure_weights_favour_failing_labels_but_exclude_none():
-    accuracy = initial_label_accuracy()
-    accuracy[FORWARD], accuracy[STRAFE_TURN] = 1.0, 0.0
-    weights = episode_weights(accuracy, [{FORWARD}, {STRAFE_TURN}, {FORWARD, STRAFE_TURN}], score="failure")
-    assert weights.sum() == pytest.approx(1.0)
-    assert weights[1] > weights[2] > weights[0] > 0.0
-    assert weights[1] / weights[0] == pytest.approx((1.0 + 0.05) / 0.05)
-
-
 def test_spread_scores_labels_a_group_can_learn_from():
     # IF 0.0 or 1.0: every candidate of a group gets the same reward, so nothing to learn
     accuracy = np.array([0.0, 0.02, 0.3, 0.5, 0.85, 1.0])
-    scores = label_scores(accuracy, "spread", group_size=8)
+    scores = label_scores(accuracy, group_size=8)
     assert scores[0] == scores[-1] == 0.0
     # a group of 8 at IF 0.3 holds a follower and a non-follower with chance 1 - 0.3^8 - 0.7^8
     assert scores[2] == pytest.approx(0.7 * (1 - 0.3**8 - 0.7**8))
     assert scores[2] > scores[3] > scores[1] > 0.0 and scores[3] > scores[4] > 0.0
-    # a label nobody follows is drawn least of the failing ones, not most as under "failure"
+    # a label nobody follows is drawn no more than one every rollout follows (the floor alone)
     accuracy = initial_label_accuracy()
     accuracy[FORWARD], accuracy[STRAFE_TURN], accuracy[TURN] = 1.0, 0.0, 0.4
     spread = episode_weights(accuracy, [{FORWARD}, {STRAFE_TURN}, {TURN}])
-    failure = episode_weights(accuracy, [{FORWARD}, {STRAFE_TURN}, {TURN}], score="failure")
+    assert spread.sum() == pytest.approx(1.0)
     assert spread[2] > spread[1] > 0.0 and spread[1] == pytest.approx(spread[0])
-    assert failure[1] > failure[2] > failure[0]
-    with pytest.raises(ValueError, match="curriculum score"):
-        label_scores(accuracy, "variance")
 
 
 def test_focused_sampler_visits_the_failing_labels_more_often():
-    from wctrain.trainer import RLConfig, TrainerConfig, sample_episode
     from wcbench.suite import load_suite
+    from wctrain.config import RLConfig
+    from wctrain.episodes import sample_episode
 
     suite = load_suite("wc-mini")
     failing = {Action(forward=f, right=r, yaw=y).label for f, r in ((0, 1), (0, -1)) for y in (1, -1)}
 
-    def share(candidates: int, others: float = 1.0, floor: float = 0.05, score: str = "failure") -> float:
-        """Share of 40 drawn episodes whose target clip commands a failing label (IF 0), the
-        other labels at IF ``others``."""
+    def share(candidates: int, failing_if: float = 0.3, others: float = 1.0, floor: float = 0.05) -> float:
+        """Share of 40 drawn episodes whose target clip commands a failing label (IF ``failing_if``),
+        the other labels at IF ``others``."""
         accuracy = np.full(NUM_LABELS, others)
-        accuracy[sorted(failing)] = 0.0
-        cfg = TrainerConfig(rl=RLConfig(focus_candidates=candidates, combined_fraction=1.0, focus_floor=floor,
-                                        focus_score=score))
-        hits = [bool(clip_labels(sample_episode(cfg, suite, step, 0, set(), accuracy, 1).script, 1) & failing)
+        accuracy[sorted(failing)] = failing_if
+        rl = RLConfig(focus_candidates=candidates, combined_fraction=1.0, focus_floor=floor)
+        hits = [bool(clip_labels(sample_episode(rl, suite, step, 0, set(), accuracy, 1).script, 1) & failing)
                 for step in range(40)]
         return float(np.mean(hits))
 
@@ -81,14 +69,14 @@ def test_focused_sampler_visits_the_failing_labels_more_often():
     assert focused > uniform + 0.2, (uniform, focused)
     # a high floor (rl.focus_floor) keeps drawing scripts whose labels are all followed
     assert floored < focused - 0.2, (floored, focused)
-    # no rollout follows the failing labels, so they teach nothing: with the other labels half
-    # followed, the spread score draws them less often than a uniform draw
-    learnable = share(6, others=0.5, score="spread")
+    # labels no rollout follows teach nothing: with the other labels half followed, they are
+    # drawn less often than a uniform draw
+    learnable = share(6, failing_if=0.0, others=0.5)
     assert learnable < uniform - 0.1, (learnable, uniform)
 
 
 def test_curriculum_settings_are_checked_when_the_config_is_built():
-    from wctrain.trainer import RLConfig
+    from wctrain.config import RLConfig
 
     with pytest.raises(ValueError, match="rl.focus_candidates must be at least 1"):
         RLConfig(focus_candidates=0)
@@ -96,5 +84,3 @@ def test_curriculum_settings_are_checked_when_the_config_is_built():
         RLConfig(focus_rate=1.5)
     with pytest.raises(ValueError, match="rl.focus_floor must be above 0"):
         RLConfig(focus_floor=0.0)
-    with pytest.raises(ValueError, match="rl.focus_score must be one of"):
-        RLConfig(focus_score="variance")

@@ -31,7 +31,8 @@ def test_export_writes_everything_and_no_partials(tiny_suite, tmp_path):
     assert [r["id"] for r in rows] == [c.id for c in tiny_suite.cases]
     for case in tiny_suite.cases:
         folder = out / case.id
-        assert {p.name for p in folder.iterdir()} == {"start.png", "prompt.txt", "script.txt", "labels.json", "pose.json"}
+        assert {p.name for p in folder.iterdir()} == {"start.png", "prompt.txt", "script.txt", "labels.json",
+                                                      "pose.json"}
         labels = json.loads((folder / "labels.json").read_text())
         assert len(labels["labels"]) == 124
         poses, _ = load_worldplay_json(folder / "pose.json")

@@ -46,8 +46,8 @@ FAKE_INFERENCE = textwrap.dedent('''
             images = [np.asarray(image, dtype=np.float32) for image in image_paths]
             CALLS.append((list(prompts), images, torch.is_grad_enabled()))
             colour = torch.tensor(np.stack([image.reshape(-1, 3).mean(0) / 255 for image in images]))
-            prompt_bonus = torch.tensor([[0.5 if p == "A high-quality, ultra-detailed and well-structured image." else 0.0, 0.0]
-                                         for p in prompts])
+            fixed_prompt = "A high-quality, ultra-detailed and well-structured image."
+            prompt_bonus = torch.tensor([[0.5 if p == fixed_prompt else 0.0, 0.0] for p in prompts])
             return colour.float() @ self.head.T.float() + prompt_bonus
 ''')
 PACKAGE_CONFIG = 'rm_head_type: "ranknet"\nmodel_name_or_path: "Qwen/Qwen2-VL-7B-Instruct"\noutput_dim: 2\n'

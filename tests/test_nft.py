@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from wctrain.nft import (kl_to_reference, nft_loss, rwr_loss, subsample_timesteps, target_velocity)
+from wctrain.nft import nft_loss, rwr_loss, subsample_timesteps, target_velocity
 from wctrain.sampling import add_noise, euler_step
 
 SHAPE = (3, 2, 1, 2, 2)  # (B, T, C, H, W), tiny
@@ -167,16 +167,6 @@ def test_rwr_ignores_zero_reward_samples():
     loss.sum().backward()
     assert loss[0].item() == 0.0 and loss[1].item() > 0
     assert v_theta.grad[0].abs().max().item() == 0.0
-
-
-def test_kl_to_reference():
-    v_theta = torch.ones(2, 3, requires_grad=True)
-    v_ref = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 4.0]], requires_grad=True)
-    kl = kl_to_reference(v_theta, v_ref)
-    torch.testing.assert_close(kl, torch.tensor([1.0, 3.0]))
-    kl.sum().backward()
-    assert v_ref.grad is None
-    torch.testing.assert_close(v_theta.grad, 2 * (v_theta - v_ref).detach() / 3)
 
 
 def test_bad_arguments_are_loud():

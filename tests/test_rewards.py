@@ -1,4 +1,5 @@
-"""Train/eval parity: a reward equals the number `wcbench score` reports for that clip."""
+"""Rewards: train/eval parity (a reward equals the number `wcbench score` reports for that clip),
+user rewards by dotted path, and the shape check."""
 
 import csv
 import json
@@ -13,7 +14,8 @@ from wcbench.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.video import write_video
-from wctrain.rewards import FollowingReward, QualityReward
+from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
+                             score_group)
 
 SCRIPT = parse_script("w-3, w+left-4, d+up-4, s+right-2")
 
@@ -28,8 +30,7 @@ def lagging_video():
     return render_frames(scene, poses, intrinsics_from_fov(160, 128, 75.0), 160, 128)
 
 
-@pytest.mark.parametrize("variant", ["full", "mean"])
-def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path, variant):
+def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path):
     write_video(tmp_path / "v.avi", lagging_video)
     manifest = tmp_path / "m.csv"
     with manifest.open("w", newline="") as handle:
@@ -38,16 +39,82 @@ def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path, variant):
     per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
     scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
-    if_rewards = FollowingReward(scorers, variant=variant, fov_deg=75.0)(views)
-    vq_rewards = QualityReward(scorers)(views)
-    expected_if = [c["if_acc"] if variant == "full" else 0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip]
-    assert if_rewards == pytest.approx(expected_if, abs=1e-12)
-    assert vq_rewards == pytest.approx([c["vq"] for c in per_clip], abs=1e-12)
-    assert min(expected_if) < 1.0  # the lag is visible: the parity is not 1 == 1
-    per_latent = FollowingReward(scorers, variant=variant, fov_deg=75.0).per_latent(views)
+    rewards = build_rewards(["following", "quality"], RewardContext(scorers, 75.0))
+    per_latent = rewards["following"](views, [""] * len(views))
+    vq_rewards = rewards["quality"](views, [""] * len(views))
+    expected_if = [c["if_acc"] for c in per_clip]
     assert [len(values) for values in per_latent] == [(len(view.frames) - 1) // 4 for view in views] == [3, 4, 4, 2]
     assert [np.mean(values) for values in per_latent] == pytest.approx(expected_if, abs=1e-12)
+    assert vq_rewards == pytest.approx([c["vq"] for c in per_clip], abs=1e-12)
+    assert min(expected_if) < 1.0  # the lag is visible: the parity is not 1 == 1
     assert any(len(set(values)) > 1 for values in per_latent)  # latents of one clip score apart
+    assert isinstance(rewards["following"], FollowingReward) and isinstance(rewards["quality"], QualityReward)
+
+
+def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(lagging_video, tmp_path):
+    """The released WorldCompass training reward equals, per clip, the mean of translation and
+    rotation accuracy that `wcbench score mode=worldcompass-compat` reports."""
+    write_video(tmp_path / "v.avi", lagging_video)
+    manifest = tmp_path / "m.csv"
+    with manifest.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "video", "actions", "fov_deg"], ["c", "v.avi", SCRIPT.format(), 75.0]])
+    main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "out"), "mode=worldcompass-compat"])
+    per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
+    fine = build_rewards(["fine_action"], RewardContext(scorers, 75.0))["fine_action"](views, [""] * len(views))
+    assert [np.mean(v) for v in fine] == pytest.approx([0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip],
+                                                       abs=1e-12)
+    assert scorers.mode == "default"  # the run's own scorers are left as they were
+
+
+def clip_number(clips, prompts):
+    """A user reward: the clip's index among the candidates, per clip."""
+    return [float(i) for i in range(len(clips))]
+
+
+def wrong_length(clips, prompts):
+    return [0.0] * (len(clips) + 1)
+
+
+class PerLatentBrightness:
+    """A user reward as a class (instantiated without arguments): mean brightness per latent."""
+
+    def __call__(self, clips, prompts):
+        return [[float(view.frames[1 + 4 * k:5 + 4 * k].mean()) for k in range((len(view.frames) - 1) // 4)]
+                for view in clips]
+
+
+def test_user_rewards_by_dotted_path_and_their_shapes_are_checked(monkeypatch):
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    video = np.random.default_rng(0).integers(0, 255, (SCRIPT.num_frames, 8, 8, 3), dtype=np.uint8)
+    views = [clip_view(video, SCRIPT, 1)] * 3
+    context = RewardContext(Scorers(None, None))
+    rewards = build_rewards(["test_rewards:clip_number", "test_rewards:PerLatentBrightness"], context)
+    scores = score_group(rewards, views, [""] * 3, latents=4)
+    assert scores["test_rewards:clip_number"] == [0.0, 1.0, 2.0]
+    assert np.shape(scores["test_rewards:PerLatentBrightness"]) == (3, 4)
+    with pytest.raises(ValueError, match=r"reward 'test_rewards:wrong_length' returned values of shape \(4,\) "
+                                         r"for 3 clips of 4 latents"):
+        score_group(build_rewards(["test_rewards:wrong_length"], context), views, [""] * 3, latents=4)
+    with pytest.raises(ValueError, match=r"shape \(3, 4\) for 3 clips of 2 latents"):
+        score_group(rewards, views, [""] * 3, latents=2)
+    with pytest.raises(ValueError, match="Did you mean 'following'"):
+        build_rewards(["folowing"], context)
+    with pytest.raises(ValueError, match="cannot import"):
+        build_rewards(["test_rewards:no_such_reward"], context)
+
+
+def test_a_wcbench_scorer_becomes_a_builtin_in_one_registration(lagging_video):
+    """How issue 30's fine_action joins: one line mapping a name to a wcbench scorer call."""
+    from wcbench.scoring.case import score_clip_following
+
+    REWARDS.register("rotation_accuracy")(lambda ctx: ClipScorer(
+        lambda view, scorers, fov: score_clip_following(view, scorers, fov)[0].if_rot_acc, ctx))
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    views = [clip_view(lagging_video, SCRIPT, n) for n in range(2)]
+    values = build_rewards(["rotation_accuracy"], RewardContext(scorers, 75.0))["rotation_accuracy"](views, ["", ""])
+    assert values == [score_clip_following(v, scorers, 75.0)[0].if_rot_acc for v in views]
 
 
 def test_clip_view_bounds():

@@ -164,8 +164,9 @@ def test_a_few_pretraining_steps_lower_the_loss_on_a_fixed_batch(tiny_data):
 
 def test_pretrain_resumes_exactly(tmp_path):
     overrides = ["data.num_trajectories=2", "data.val_trajectories=1", "data.num_steps=3", "data.render_scale=1",
-                 "model.height=16", "model.width=16", "model.block_out_channels=[8,16]", "model.cond_embed_dim=16",
-                 "model.attention_heads=2", "train.batch_size=2", "train.clip_latents=2", "train.warmup_steps=2",
+                 "+model_options.height=16", "+model_options.width=16", "+model_options.block_out_channels=[8,16]",
+                 "+model_options.cond_embed_dim=16", "+model_options.attention_heads=2",
+                 "train.batch_size=2", "train.clip_latents=2", "train.warmup_steps=2",
                  "train.checkpoint_every=2", "train.val_every=100", "train.log_every=1"]
     straight = pretrain(load_pretrain_config(overrides + [f"run_dir={tmp_path / 'a'}", "train.steps=4"]))
     pretrain(load_pretrain_config(overrides + [f"run_dir={tmp_path / 'b'}", "train.steps=2"]))
@@ -212,6 +213,7 @@ def test_shipped_checkpoint_loads_by_default_and_is_small():
     assert size <= 20 * 2**20
     adapter = TinyWMWorldModel()
     assert public_config(adapter.model) == public_config(load_tinywm(DEFAULT_CHECKPOINT))
+    assert public_config(load_tinywm()) == public_config(adapter.model)  # "shipped" is the default
     adapter.reset(np.zeros((64, 64, 3), np.uint8), "", seed=0)
     assert adapter.step([Action(yaw=1)]).shape == (4, 64, 64, 3)
 

@@ -231,7 +231,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         with progress_bar() as progress:
             task = progress.add_task("scoring", total=len(rows))
             score_manifest(manifest, out_dir, scorers, suite,
-                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record['id']}"))
+                           on_case=lambda record: progress.update(task, advance=1,
+                                                                  description=f"scored {record['id']}"))
         return _finish(out_dir, header)
 
 

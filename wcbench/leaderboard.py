@@ -172,7 +172,8 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
     for record in records:
         where = f"{results_dir}: case {record['id']}"
         _check_case(record, cases[record["id"]], results["mode"], where)
-        if any(not _close(rows[record["id"]].get(k), record.get(k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
+        row = rows[record["id"]]
+        if any(not _close(row.get(k), record.get(k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
             raise SubmissionError(f"{where}: results.json row differs from the case record")
     summary = summarize(records)
     for key, block in summary.items():
@@ -222,7 +223,6 @@ def _rows(entries: list[dict]) -> list[list[str]]:
         overall = entry["summary"]["overall"]
         basic = entry["summary"].get("basic/short", {})
         combined = [v["if_acc"] for k, v in entry["summary"].items() if k.startswith("combined/")]
-        speed = entry.get("interactivity", {})
         rows.append([str(rank), entry["model_name"], _fmt(overall["if_acc"], overall.get("if_acc_ci")),
                      _fmt(overall["if_trans_acc"]), _fmt(overall["if_rot_acc"]),
                      _fmt(float(np.mean(combined)) if combined else None), _fmt(overall["vq"], overall.get("vq_ci")),
@@ -250,7 +250,8 @@ def render_markdown(suite: str, entries: list[dict]) -> str:
              "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(entries)]
     scorers = {(e["estimator"]["name"], e["estimator"]["version"], e["quality"]["name"], e["mode"]) for e in entries}
-    lines += ["", "Scorers: " + "; ".join(f"estimator {a} v{b}, quality {c}, mode {d}" for a, b, c, d in sorted(scorers))]
+    lines += ["", "Scorers: " + "; ".join(f"estimator {a} v{b}, quality {c}, mode {d}"
+                                        for a, b, c, d in sorted(scorers))]
     return "\n".join(lines) + "\n"
 
 

@@ -195,7 +195,8 @@ def _check_against_suite(row: ManifestRow, suite: Suite) -> dict:
     if case is None:
         raise ValueError(f"case {row.id} is not in suite {suite.name!r}")
     if parse_script(row.actions).format() != case.script:
-        raise ValueError(f"case {row.id}: actions {row.actions!r} are not suite {suite.name!r}'s script {case.script!r}")
+        raise ValueError(f"case {row.id}: actions {row.actions!r} are not suite {suite.name!r}'s "
+                         f"script {case.script!r}")
     for name, value, wanted in (("fov_deg", row.fov_deg, suite.fov_deg),
                                 ("step_translation", row.step_translation, suite.step_translation),
                                 ("step_degrees", row.step_degrees, suite.step_degrees)):

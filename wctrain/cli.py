@@ -1,10 +1,14 @@
 """The ``wctrain`` command line.
 
-    wctrain pretrain [key=value ...]     supervised flow matching for tinywm (conf/pretrain.yaml)
-    wctrain train [key=value ...]        clip-level NFT post-training (conf/train.yaml)
+    wctrain pretrain [key=value ...]     supervised flow matching (settings: wctrain/config.py)
+    wctrain train [key=value ...]        clip-level NFT post-training (settings: wctrain/config.py)
 
-Both resume when rerun with the same run_dir. Multi-process:
+The model: model=tinywm (default), model=tinywan, or model=package.module:factory, with the
+factory's arguments as +model_options.KEY=VALUE (e.g. +model_options.checkpoint=PATH). Rewards:
+reward.funcs=[following,quality] reward.weights=[0.9,0.1] (or package.module:function).
+Both commands resume when rerun with the same run_dir. Multi-process / multi-GPU:
     accelerate launch --multi_gpu --num_processes 2 -m wctrain train rl.steps=20
+    accelerate launch --config_file wctrain/conf/accelerate/fsdp.yaml -m wctrain train ...
 """
 
 from __future__ import annotations
@@ -12,33 +16,53 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
+from hydra.errors import ConfigCompositionException
 from rich.console import Console
 
+from wctrain.config import SCHEMAS, load_config
+
+__all__ = ["load_config", "main"]
 console = Console(stderr=True)
-CONF_DIR = Path(__file__).parent / "conf"
 
 
-def load_config(name: str, overrides: list[str]) -> Any:
-    """Compose ``conf/<name>.yaml`` with hydra-style ``key=value`` overrides."""
-    from hydra import compose, initialize_config_dir
+def hydra_value(value: object) -> str:
+    """A default written the way it is given on the command line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(item) for item in value) + "]"
+    return "{}" if value == {} else str(value)
 
-    bad = [item for item in overrides if "=" not in item]
-    if bad:
-        raise ValueError(f"unexpected argument(s) {bad}: settings are key=value, e.g. rl.steps=20")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose(config_name=name, overrides=overrides)
+
+def settings_text(config: object) -> str:
+    """Every setting of a config dataclass as ``key=default`` lines, for ``--help``."""
+    from dataclasses import asdict
+
+    def flat(data: dict, prefix: str = "") -> list[str]:
+        lines = []
+        for key, value in data.items():
+            if isinstance(value, dict) and value:
+                lines += flat(value, f"{prefix}{key}.")
+            else:
+                lines.append(f"  {prefix}{key}={hydra_value(value)}")
+        return lines
+
+    return "settings and their defaults:\n" + "\n".join(flat(asdict(config)))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wctrain", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, text in (("pretrain", "pretrain tinywm with supervised flow matching on rendered trajectories"),
-                       ("train", "post-train with clip-level NFT against wcbench's IF and VQ scorers")):
-        p = sub.add_parser(name, help=text, description=text + f"; settings from wctrain/conf/{name}.yaml")
+    for name, text in (("pretrain", "pretrain a model (tinywm by default) with supervised flow matching on "
+                                    "rendered trajectories"),
+                       ("train", "post-train a model with clip-level NFT against wcbench's scorers")):
+        p = sub.add_parser(name, help=text, description=text + "; every setting with its default and meaning: "
+                           "wctrain/config.py (overrides: wctrain/conf/" + name + ".yaml)",
+                           epilog=settings_text(SCHEMAS[name]()), formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("overrides", nargs="*", help="hydra-style settings, e.g. rl.steps=20 run_dir=runs/x")
     args = parser.parse_args(argv)
     try:
@@ -55,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[yellow]interrupted[/yellow]: rerun the same command to resume from the last checkpoint")
         return 130
     except Exception as err:  # noqa: BLE001 - one readable line unless debugging
-        if os.environ.get("WCBENCH_DEBUG") or not isinstance(err, (ValueError, FileNotFoundError)):
+        bad_input = (ValueError, FileNotFoundError, ConfigCompositionException)
+        if os.environ.get("WCBENCH_DEBUG") or not isinstance(err, bad_input):
             raise
         console.print(f"[red]error:[/red] {err}")
         return 2

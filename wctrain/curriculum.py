@@ -6,12 +6,12 @@ IF reward per full action label, fed by every group's rollouts (with per-latent 
 candidates' mean IF of each latent, credited to that latent's label; with clip credit, the
 group's mean IF, credited to each label its target clip commands), and picks each training episode from a
 few candidate scripts with probability proportional to how much a group on the candidate's
-target clip can teach. Two scores (``rl.focus_score``): ``failure``, how badly the policy
-follows the clip's labels (1 - IF); ``spread``, that failure times the chance that a group
-of G candidates holds both a follower and a non-follower. Under IF-only rewards only such
-a group carries a gradient: a label no candidate ever follows (tinywm: strafing while
-turning, IF near 0) draws the most episodes under ``failure`` and teaches nothing. Nothing
-here looks at held-out cases: the figures come from training rollouts only.
+target clip can teach: how badly the policy follows the clip's labels (1 - IF) times the
+chance that a group of G candidates holds both a follower and a non-follower. Under IF-only
+rewards only such a group carries a gradient: a label no candidate ever follows (tinywm:
+strafing while turning, IF near 0) would draw the most episodes if weighted by failure alone,
+and teach nothing. Nothing here looks at held-out cases: the figures come from training
+rollouts only.
 
 Pure functions on numpy arrays, so every rank computes the same choice from the same
 gathered numbers, and the state (one float per label) goes into the checkpoint.
@@ -24,7 +24,6 @@ import numpy as np
 from wcbench.actions import NUM_LABELS, Script, clip_step_actions
 
 PRIOR_ACCURACY = 0.5  # a label no rollout has visited yet counts as half followed
-FOCUS_SCORES = ("failure", "spread")
 
 
 def initial_label_accuracy() -> np.ndarray:
@@ -61,15 +60,11 @@ def update_label_accuracy(accuracy: np.ndarray, mask: np.ndarray, group_if: np.n
     return np.where(visited, (1.0 - rate) * accuracy + rate * mean_if, accuracy)
 
 
-def label_scores(accuracy: np.ndarray, score: str = "spread", group_size: int = 8) -> np.ndarray:
+def label_scores(accuracy: np.ndarray, group_size: int = 8) -> np.ndarray:
     """What a group on each label can teach, from its running IF ``accuracy`` (read as the chance
-    that one candidate follows it): ``failure`` = 1 - IF; ``spread`` = (1 - IF) x (1 - IF^G -
-    (1 - IF)^G), the failure times the chance that G candidates neither all follow nor all fail."""
-    if score not in FOCUS_SCORES:
-        raise ValueError(f"curriculum score must be one of {FOCUS_SCORES}, got {score!r}")
+    that one candidate follows it): (1 - IF) x (1 - IF^G - (1 - IF)^G), the failure times the
+    chance that G candidates neither all follow nor all fail."""
     failure = 1.0 - accuracy
-    if score == "failure":
-        return failure
     return failure * (1.0 - accuracy**group_size - failure**group_size)
 
 
@@ -84,9 +79,9 @@ def exploration_scales(accuracy: np.ndarray, focus: float) -> np.ndarray:
 
 
 def episode_weights(accuracy: np.ndarray, candidates: list[set[int]], floor: float = 0.05,
-                    score: str = "spread", group_size: int = 8) -> np.ndarray:
+                    group_size: int = 8) -> np.ndarray:
     """Choice probabilities of candidate episodes: the mean :func:`label_scores` of the labels of
     each candidate's target clip, plus ``floor`` so none is ever excluded."""
-    scores = label_scores(accuracy, score, group_size)
+    scores = label_scores(accuracy, group_size)
     weights = np.array([np.mean([scores[label] for label in labels]) for labels in candidates]) + floor
     return weights / weights.sum()

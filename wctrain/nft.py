@@ -1,4 +1,4 @@
-"""The DiffusionNFT negative-aware loss (and the two baselines beside it), as pure functions.
+"""The DiffusionNFT negative-aware loss (and the RWR baseline beside it), as pure functions.
 
 Convention (the one ``wctrain/sampling.py`` uses, rectified flow as in diffusers'
 ``FlowMatchEulerDiscreteScheduler``): a clean sample ``x0`` is noised to
@@ -82,8 +82,7 @@ def nft_loss(v_theta: torch.Tensor, v_old: torch.Tensor, x_t: torch.Tensor, x0: 
     Its minimiser over ``v_theta`` is ``v_old + (2r - 1) (v_target - v_old) / beta`` (move toward
     the rollout's clean sample when ``r > 1/2``, away from it when ``r < 1/2``, stay when
     ``r = 1/2``), and at ``v_theta = v_old`` its gradient is ``(2r - 1)`` times that of
-    ``r = 1``. ``beta`` is the NFT step size; a KL-to-reference term has its own weight
-    (``kl_weight``, see ``kl_to_reference``) and is not folded into ``beta``.
+    ``r = 1``. ``beta`` is the NFT step size.
 
     ``v_old`` is the old (EMA) policy's prediction at the same ``(x_t, t)`` and conditioning. The
     caller computes it under ``torch.no_grad()`` from the frozen old-policy copy
@@ -134,20 +133,6 @@ def rwr_loss(v_theta: torch.Tensor, x_t: torch.Tensor, x0: torch.Tensor,
     _check_r(r)
     x0_pred = x_t - _left_broadcast(t, x_t) * v_theta
     return r * _per_sample_mean((x0_pred - x0).square()) / adaptive_weight(x0_pred, x0)
-
-
-def kl_to_reference(v_theta: torch.Tensor, v_ref: torch.Tensor) -> torch.Tensor:
-    """Mean squared velocity difference to the frozen reference model, per sample ``(B,)``.
-
-    The usual surrogate for the KL between the two policies: for a stochastic sampler the KL of
-    their Gaussian steps is this times a factor that depends only on the time. The trainer adds
-    ``kl_weight * kl_to_reference(...)``; ``kl_weight`` is its own setting, separate from the NFT
-    ``beta``. ``v_ref`` is detached. The same function measures, for logging, the deviation of
-    the current from the old prediction (pass ``v_old``): it stays exactly 0 only if the weights
-    never moved away from the old policy's.
-    """
-    _check_same_shape(v_theta=v_theta, v_ref=v_ref)
-    return _per_sample_mean((v_theta - v_ref.detach()).square())
 
 
 def subsample_timesteps(num_steps: int, fraction: float, generator: torch.Generator) -> torch.Tensor:

@@ -18,6 +18,14 @@ Usage in the trainer::
 
 The evaluation EMA is just another ``EMA`` with its own (slower, constant) decay; both go into
 the checkpoint through ``state_dict`` for an exact resume.
+
+Devices and sharding: the shadow is a full, unsharded copy on the model's device (the old
+policy makes rollouts with it, so it must run on its own). An update reads only the trained
+parameters (frozen ones equal the shadow from the copy on), so with FSDP it gathers just the
+trainable subset (``DTensor.full_tensor()``, a collective every rank takes part in); wrapper
+prefixes (``_fsdp_wrapped_module.``, ``_checkpoint_wrapped_module.``, ``_orig_mod.``) are ignored.
+For a 5-10 B model post-trained on its action path, the trainable subset is small and the
+shadow costs one inference copy of the weights per device.
 """
 
 from __future__ import annotations
@@ -72,9 +80,27 @@ def build_frozen_copy(model: nn.Module) -> nn.Module:
     return frozen.requires_grad_(False).eval()
 
 
+WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
+
+
+def _named(module: nn.Module, kind: str) -> dict[str, torch.Tensor]:
+    """``module``'s parameters or buffers by name, without the prefixes wrappers add."""
+    named = {}
+    for name, tensor in getattr(module, f"named_{kind}")():
+        for prefix in WRAPPER_PREFIXES:
+            name = name.replace(prefix, "")
+        named[name] = tensor
+    return named
+
+
+def _full(tensor: torch.Tensor) -> torch.Tensor:
+    """The whole tensor of a sharded (FSDP2 ``DTensor``) parameter; a plain tensor as it is."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
 def _matching(target: nn.Module, source: nn.Module, kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Pairs ``(target tensor, source tensor)`` of ``kind`` ("parameters" or "buffers"), by name."""
-    targets, sources = dict(getattr(target, f"named_{kind}")()), dict(getattr(source, f"named_{kind}")())
+    targets, sources = _named(target, kind), _named(source, kind)
     if targets.keys() != sources.keys():
         missing, extra = sorted(targets.keys() - sources.keys()), sorted(sources.keys() - targets.keys())
         raise ValueError(f"the EMA shadow and the model differ in {kind}: missing {missing[:5]}, extra "
@@ -86,8 +112,8 @@ class EMA:
     """An exponential moving average of a module's weights, kept as a frozen module copy.
 
     ``module`` is the shadow (use it for rollouts and ``v_old``); ``update(model)`` moves it
-    toward ``model`` with the scheduled decay; buffers are copied as they are (they are not
-    trained). The shadow keeps the model's dtype and device.
+    toward ``model``'s trained parameters with the scheduled decay; buffers are copied as they
+    are (they are not trained). The shadow keeps the model's dtype and device.
     """
 
     def __init__(self, model: nn.Module, schedule: DecaySchedule = DecaySchedule()) -> None:
@@ -105,12 +131,15 @@ class EMA:
         """``shadow <- decay * shadow + (1 - decay) * weights``; returns the decay used."""
         decay = self.next_decay
         for shadow, source in _matching(self.module, model, "parameters"):
+            if not source.requires_grad:
+                continue  # frozen: equal to the shadow since the copy (and not gathered under FSDP)
+            source = _full(source.detach())
             if decay == 0.0:
                 shadow.copy_(source)  # exact (lerp could round)
             elif decay != 1.0:
                 shadow.lerp_(source.to(shadow.dtype), 1.0 - decay)
         for shadow, source in _matching(self.module, model, "buffers"):
-            shadow.copy_(source)  # not trained: the model's own value
+            shadow.copy_(_full(source))  # not trained: the model's own value
         self.num_updates += 1
         return decay
 

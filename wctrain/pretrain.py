@@ -1,4 +1,5 @@
-"""``wctrain pretrain``: supervised flow matching for tinywm on rendered synthetic trajectories.
+"""``wctrain pretrain``: supervised flow matching on rendered synthetic trajectories, for any
+trainable world model (tinywm, tinywan, or ``model=pkg.module:factory``).
 
 Data: random action scripts (``wcbench.suite.generate_script``) rendered in procedural rooms
 (``wcbench.scenes.synthetic``) with the suite's step sizes and field of view. The mix mirrors
@@ -6,15 +7,18 @@ how real world models are trained: mostly basic actions (one component at a time
 combined ones, so the pretrained model follows basic actions clearly better than combined
 ones and RL has something to fix.
 
-Loop: sample windows (a context latent + a clip of latents) -> noise them at random flow times
--> teacher-forced velocity -> sigma^2-weighted squared error to ``noise - x0`` (the clean
-latent's squared error) -> AdamW step -> EMA -> log -> checkpoint.
+Loop: sample windows (context latents + a clip of latents) -> noise them at random flow times
+(one per latent for a model that generates latent by latent, one per clip for a model that
+denoises the whole clip jointly, as each samples) -> teacher-forced velocity -> sigma^2-weighted
+squared error to ``noise - x0`` (the clean latent's squared error) -> AdamW step -> EMA -> log
+-> checkpoint.
 Checkpoints are written atomically every ``checkpoint_every`` steps and a rerun of the same
 command resumes from the latest one. The EMA weights are what gets exported.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -22,7 +26,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,91 +34,26 @@ import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from wcbench.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
     script_trajectory
 from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
 from wcbench.storage import write_json, write_text
 from wcbench.suite import Suite, generate_script, load_suite
-from wctrain.models.tinywm import TinyWM
+from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
+from wctrain.models.registry import build_trainable, load_weights, save_model
+from wctrain.models.base import draw_noise
 from wctrain.sampling import add_noise
 
-CONF_DIR = Path(__file__).parent / "conf"
+__all__ = ["Batch", "DataConfig", "PretrainConfig", "TrainConfig", "flow_matching_loss", "load_pretrain_config",
+           "pretrain", "render_dataset", "render_latent_trajectory", "sample_batch", "TrajectoryData"]
 DATA_FORMAT_VERSION = 1  # bump when rendered training data would change
-
-
-# ---------------------------------------------------------------- config
-
-@dataclass
-class DataConfig:
-    """Rendered training trajectories."""
-
-    suite: str = "wc-mini"  # step sizes and field of view come from this suite
-    num_trajectories: int = 320
-    val_trajectories: int = 16
-    num_steps: int = 15  # latent steps per trajectory (4 * 15 + 1 = 61 frames)
-    basic_fraction: float = 0.95  # the rest are combined-track scripts
-    still_fraction: float = 0.05  # share of segments replaced by 'none' (standing still)
-    segment_steps: tuple[int, int] = (2, 6)  # latent steps per script segment, as the suites use
-    render_scale: float = 1.5  # render at this multiple of the model size, then area-downsample
-    seed: int = 0
-
-
-@dataclass
-class TrainConfig:
-    """Optimisation, logging and checkpointing."""
-
-    steps: int = 2400
-    batch_size: int = 8  # windows per step
-    clip_latents: int = 4  # latents per window (teacher-forced in parallel)
-    lr: float = 1e-3
-    warmup_steps: int = 100
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    ema_decay: float = 0.995
-    context_noise: float = 0.05  # max std of noise added to context latents (robust autoregression)
-    logit_normal_mean: float = 0.5  # flow times sigma = sigmoid(N(mean, std)): > 0 favours high noise,
-    logit_normal_std: float = 1.0   # where the few-step sampler works and camera motion is decided
-    log_every: int = 20
-    val_every: int = 250
-    checkpoint_every: int = 250
-    time_limit_min: float | None = None  # stop (and export) early after this many minutes
-    seed: int = 0
-
-
-@dataclass
-class PretrainConfig:
-    run_dir: str = "runs/tinywm-pretrain"
-    export_dir: str | None = None  # save_pretrained the EMA model here at the end
-    model: dict[str, Any] = field(default_factory=dict)  # TinyWM constructor arguments
-    data: DataConfig = field(default_factory=DataConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
 
 
 def load_pretrain_config(overrides: list[str] | None = None) -> PretrainConfig:
     """Compose ``wctrain/conf/pretrain.yaml`` with hydra ``key=value`` overrides."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose(config_name="pretrain", overrides=list(overrides or []))
-    return to_pretrain_config(cfg)
-
-
-def to_pretrain_config(cfg: Any) -> PretrainConfig:
-    """A PretrainConfig from a DictConfig / dict (unknown keys are an error)."""
-    if isinstance(cfg, PretrainConfig):
-        return cfg
-    from omegaconf import OmegaConf
-
-    raw = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else dict(cfg)
-    known = {"run_dir", "export_dir", "model", "data", "train"}
-    unknown = set(raw) - known
-    if unknown:
-        raise ValueError(f"unknown pretrain setting(s) {sorted(unknown)}; known: {sorted(known)}")
-    return PretrainConfig(run_dir=str(raw.get("run_dir", PretrainConfig.run_dir)), export_dir=raw.get("export_dir"),
-                          model=dict(raw.get("model") or {}), data=DataConfig(**(raw.get("data") or {})),
-                          train=TrainConfig(**(raw.get("train") or {})))
+    return to_pretrain_config(load_config("pretrain", list(overrides or [])))
 
 
 # ---------------------------------------------------------------- data
@@ -241,19 +180,24 @@ def sample_batch(data: TrajectoryData, rng: np.random.Generator, batch_size: int
 
 # ---------------------------------------------------------------- loss
 
-def flow_matching_loss(model: TinyWM, batch: Batch, generator: torch.Generator, context_noise: float = 0.0,
+def flow_matching_loss(model: nn.Module, batch: Batch, generator: torch.Generator, context_noise: float = 0.0,
                        logit_normal_mean: float = 0.0, logit_normal_std: float = 1.0) -> torch.Tensor:
     """Teacher-forced conditional flow-matching loss.
 
-    One flow time per latent, ``sigma = sigmoid(N(logit_normal_mean, logit_normal_std))``; the
+    Flow times ``sigma = sigmoid(N(logit_normal_mean, logit_normal_std))``, one per latent (a
+    model with ``latents_per_denoise`` set) or one per clip (``None``: it denoises a clip
+    jointly, at one noise level); the
     squared velocity error to ``noise - x0`` is weighted by ``sigma^2``, which makes it the
     squared error of the implied clean latent ``x_t - sigma v`` (equal weight at every noise
     level rather than the plain velocity loss's emphasis on near-clean inputs, which the
     few-step sampler never visits). Context latents get a little noise so the model tolerates
     its own imperfect frames when it rolls out autoregressively."""
-    prefix, clip = model.encode(batch.prefix), model.encode(batch.clip)
-    noise = torch.randn(clip.shape, generator=generator)
-    sigma = torch.sigmoid(logit_normal_mean + logit_normal_std * torch.randn(clip.shape[:2], generator=generator))
+    device = next(model.parameters()).device
+    prefix, clip = model.encode(batch.prefix.to(device)), model.encode(batch.clip.to(device))
+    noise = draw_noise(tuple(clip.shape), generator, clip)
+    per = clip.shape[:2] if model.latents_per_denoise else clip.shape[:1]
+    sigma = torch.sigmoid(logit_normal_mean + logit_normal_std * torch.randn(per, generator=generator)).to(device)
+    sigma = sigma.reshape(len(sigma), -1).expand(clip.shape[:2])
     x_t = add_noise(clip, noise, sigma)
     if context_noise > 0:
         prefix = degrade_context(model, prefix, context_noise, generator)
@@ -261,28 +205,28 @@ def flow_matching_loss(model: TinyWM, batch: Batch, generator: torch.Generator, 
     else:
         context_clip = clip
     ctx = model.build_context(prefix, context_clip)
-    prediction = model.velocity(x_t, sigma, ctx, batch.actions)
+    prediction = model.velocity(x_t, sigma, ctx, batch.actions.to(device))
     weight = sigma.square()[:, :, None, None, None]
     return (weight * (prediction - (noise - clip)).square()).mean()
 
 
-def degrade_context(model: TinyWM, latents: torch.Tensor, noise_level: float,
+def degrade_context(model: nn.Module, latents: torch.Tensor, noise_level: float,
                     generator: torch.Generator) -> torch.Tensor:
     """Context latents as the model's own output may look: blurred by a random amount (a
     3x3 binomial blur mixed in with weight U(0, 1)) plus Gaussian noise of std U(0, noise_level),
     one draw per sample."""
     batch, num_latents = latents.shape[:2]
     frames = model.decode(latents).flatten(0, 2)[:, None]  # (B * T * 3, 1, H, W)
-    taps = torch.tensor([1.0, 2.0, 1.0])
+    taps = torch.tensor([1.0, 2.0, 1.0], device=frames.device)
     kernel = (taps[:, None] * taps[None, :] / 16.0)[None, None]
     blurred = F.conv2d(F.pad(frames, (1, 1, 1, 1), mode="replicate"), kernel)
-    mix = torch.rand(batch, 1, 1, 1, 1, generator=generator)
+    mix = torch.rand(batch, 1, 1, 1, 1, generator=generator).to(frames)
     frames = frames.reshape(batch, -1, *frames.shape[-2:])
     blurred = blurred.reshape(frames.shape)
     frames = (1 - mix[:, :, 0]) * frames + mix[:, :, 0] * blurred
     degraded = model.encode(frames.reshape(batch, num_latents * model.frames_per_latent, 3, *frames.shape[-2:]))
-    level = noise_level * torch.rand(batch, 1, 1, 1, 1, generator=generator)
-    return degraded + level * torch.randn(degraded.shape, generator=generator)
+    level = noise_level * torch.rand(batch, *([1] * (degraded.dim() - 1)), generator=generator).to(degraded)
+    return degraded + level * draw_noise(tuple(degraded.shape), generator, degraded)
 
 
 def lr_at(step: int, train: TrainConfig) -> float:
@@ -297,8 +241,8 @@ def lr_at(step: int, train: TrainConfig) -> float:
 
 @dataclass
 class TrainState:
-    model: TinyWM
-    ema: TinyWM
+    model: nn.Module
+    ema: nn.Module
     optimizer: torch.optim.Optimizer
     batch_rng: np.random.Generator
     noise_generator: torch.Generator
@@ -306,12 +250,12 @@ class TrainState:
     elapsed_s: float = 0.0
 
 
-def save_checkpoint(run_dir: Path, state: TrainState, keep: int = 2) -> Path:
+def save_checkpoint(run_dir: Path, state: TrainState, spec: str, options: dict, keep: int = 2) -> Path:
     """Write ``checkpoint-<step>/`` atomically (temp folder + rename), then point ``latest`` at it."""
     final = run_dir / f"checkpoint-{state.step:07d}"
     tmp = Path(tempfile.mkdtemp(prefix=".checkpoint-", dir=run_dir))
-    state.model.save_pretrained(tmp / "model")
-    state.ema.save_pretrained(tmp / "ema")
+    save_model(state.model, tmp / "model", spec, options)
+    save_model(state.ema, tmp / "ema", spec, options)
     torch.save({"optimizer": state.optimizer.state_dict(), "step": state.step, "elapsed_s": state.elapsed_s,
                 "batch_rng": state.batch_rng.bit_generator.state,
                 "noise_generator": state.noise_generator.get_state()}, tmp / "training_state.pt")
@@ -330,8 +274,8 @@ def load_checkpoint(run_dir: Path, state: TrainState) -> bool:
     if not pointer.exists():
         return False
     folder = run_dir / pointer.read_text().strip()
-    state.model.load_state_dict(TinyWM.from_pretrained(folder / "model").state_dict())
-    state.ema.load_state_dict(TinyWM.from_pretrained(folder / "ema").state_dict())
+    load_weights(state.model, folder / "model")
+    load_weights(state.ema, folder / "ema")
     stored = torch.load(folder / "training_state.pt", weights_only=False)
     state.optimizer.load_state_dict(stored["optimizer"])
     state.batch_rng.bit_generator.state = stored["batch_rng"]
@@ -341,13 +285,13 @@ def load_checkpoint(run_dir: Path, state: TrainState) -> bool:
 
 
 @torch.no_grad()
-def update_ema(ema: TinyWM, model: TinyWM, decay: float) -> None:
+def update_ema(ema: nn.Module, model: nn.Module, decay: float) -> None:
     for ema_param, param in zip(ema.parameters(), model.parameters()):
         ema_param.lerp_(param, 1.0 - decay)
 
 
 @torch.no_grad()
-def validation_loss(model: TinyWM, batches: list[Batch], logit_normal_mean: float = 0.5, seed: int = 1234) -> float:
+def validation_loss(model: nn.Module, batches: list[Batch], logit_normal_mean: float = 0.5, seed: int = 1234) -> float:
     """Mean loss on fixed batches with fixed noise and no context degradation (comparable across
     steps; an untrained model scores what "repeat the last frame" scores)."""
     generator = torch.Generator().manual_seed(seed)
@@ -374,14 +318,13 @@ def pretrain(cfg: Any) -> Path:
     torch.manual_seed(train.seed)  # weight initialisation
 
     # 1. setup: model, EMA copy, optimiser, data, random streams
-    model = TinyWM(**cfg.model)
-    ema = TinyWM(**cfg.model)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = build_trainable(cfg.model, cfg.model_options).to(device).train()
+    ema = copy.deepcopy(model).requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
     state = TrainState(model, ema, optimizer, np.random.default_rng([train.seed, 1]),
                        torch.Generator().manual_seed(train.seed))
-    write_json(run_dir / "config.json", asdict(cfg) | {"model": dict(model.config)})
+    write_json(run_dir / "config.json", asdict(cfg) | {"model_config": dict(getattr(model, "config", {}))})
 
     def progress_bar() -> Progress:
         return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -389,12 +332,12 @@ def pretrain(cfg: Any) -> Path:
                         console=console)
 
     with progress_bar() as progress:
-        size = model.resolution
+        size = tuple(model.resolution)
         train_data = load_or_render_dataset(run_dir, cfg.data, size, "train", progress)
         val_data = load_or_render_dataset(run_dir, cfg.data, size, "val", progress)
     val_rng = np.random.default_rng(4321)
     val_batches = [sample_batch(val_data, val_rng, train.batch_size, train.clip_latents,
-                                model.config.context_latents) for _ in range(4)]
+                                model.context_latents) for _ in range(4)]
     if load_checkpoint(run_dir, state):
         console.print(f"resumed {run_dir} at step {state.step}")
     metrics_path = run_dir / "metrics.jsonl"
@@ -403,10 +346,10 @@ def pretrain(cfg: Any) -> Path:
     started = time.perf_counter() - state.elapsed_s
     running = None
     with progress_bar() as progress:
-        task = progress.add_task("pretrain tinywm", total=train.steps, completed=state.step, status="")
+        task = progress.add_task(f"pretrain {cfg.model}", total=train.steps, completed=state.step, status="")
         while state.step < train.steps:
             batch = sample_batch(train_data, state.batch_rng, train.batch_size, train.clip_latents,
-                                 model.config.context_latents)
+                                 model.context_latents)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(state.step, train)
             loss = flow_matching_loss(model, batch, state.noise_generator, train.context_noise,
@@ -434,14 +377,14 @@ def pretrain(cfg: Any) -> Path:
                 with metrics_path.open("a") as handle:
                     handle.write(json.dumps(record) + "\n")
             if state.step % train.checkpoint_every == 0 or is_last:
-                save_checkpoint(run_dir, state)
+                save_checkpoint(run_dir, state, cfg.model, cfg.model_options)
             if is_out_of_time:
                 progress.console.print(f"time limit {train.time_limit_min} min reached at step {state.step}")
                 break
 
     # 3. export the EMA weights
     export = Path(cfg.export_dir) if cfg.export_dir else run_dir / "final"
-    ema.save_pretrained(export)
+    save_model(ema, export, cfg.model, cfg.model_options)
     write_json(export / "pretrain_info.json", {
         "steps": state.step, "elapsed_s": round(state.elapsed_s, 1), "final_loss_avg": running,
         "val_loss_ema": validation_loss(ema, val_batches, train.logit_normal_mean), "config": asdict(cfg),

@@ -1,45 +1,65 @@
-"""Rewards: the benchmark's own scorers as plain callables (TRL style).
+"""Rewards: plain callables (TRL style), the benchmark's own scorers among them.
 
-A reward takes a list of :class:`wcbench.scoring.case.ClipView` (a candidate target clip with
-the frame before it, its actions and frame 0) and returns one float per clip. Each calls the
-``wcbench.scoring`` function that ``wcbench score`` uses for the same clip, so a reward and a
-benchmark number are the same number (``tests/test_rewards.py``).
+A reward is a function (or a callable object) ``reward(clips, prompts)``: ``clips`` a list of
+:class:`wcbench.scoring.case.ClipView` (one candidate target clip each, with the frame before
+it, its actions and frame 0 of the video), ``prompts`` their captions. It returns one value
+per clip (a float, or ``None`` where it does not apply), or one list per clip with a value per
+latent of the clip (per-latent credit: a latent is rewarded for its own motion). ``reward.funcs``
+names them: a built-in name or ``package.module:function`` (a class there is instantiated
+without arguments); ``reward.weights`` weights their group-normalised advantages.
+
+The built-ins call the ``wcbench.scoring`` function that ``wcbench score`` uses for the same
+clip, so a reward and a benchmark number are the same number (``tests/test_rewards.py``):
+
+- ``following``: IF accuracy (81-class) of each latent of the clip, per latent;
+- ``quality``: the clip's visual quality with the configured scorer, per clip;
+- ``fine_action``: the released WorldCompass training reward, per latent: the mean of
+  translation and rotation accuracy under the ``worldcompass-compat`` scoring mode (the best
+  of its translation thresholds per latent, chosen after seeing the answer; see
+  ``wcbench.scoring.following``), for comparison with the paper's recipe.
+
+A built-in is a builder from the run's :class:`RewardContext`; adding one that calls another
+wcbench scorer is one registration (``fine_action`` below), or for any per-clip scorer
+``REWARDS.register(name)(lambda ctx: ClipScorer(score, ctx))``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
+import numpy as np
+
+from wcbench.registry import Registry
 from wcbench.scoring.case import ClipView, Scorers, score_clip_following, score_clip_quality
+
+Reward = Callable[[list[ClipView], list[str]], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    """What a built-in reward may need from the run: its scorers and the field of view."""
+
+    scorers: Scorers
+    fov_deg: float | None = None
+
+
+REWARDS: Registry[Callable[[RewardContext], Reward]] = Registry("reward")
 
 
 @dataclass
 class FollowingReward:
-    """Interaction following of a clip: ``full`` = 81-class accuracy, ``mean`` = the mean of
-    translation and rotation accuracy (a denser signal while the full label is rarely hit)."""
+    """Interaction following per latent: each latent's accuracy over its 4 transitions;
+    ``accuracy`` ``full`` is the 81-class label (their mean is the clip's ``if_acc`` in
+    ``wcbench score``), ``mean`` the mean of translation and rotation accuracy."""
 
     scorers: Scorers
-    variant: str = "full"
     fov_deg: float | None = None
-    name: str = "if"
+    accuracy: str = "full"
 
-    def __post_init__(self) -> None:
-        if self.variant not in ("full", "mean"):
-            raise ValueError(f"following reward variant must be 'full' or 'mean', got {self.variant!r}")
-
-    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[float]:
-        rewards = []
-        for view in clips:
-            result, _ = score_clip_following(view, self.scorers, self.fov_deg)
-            rewards.append(result.if_acc if self.variant == "full"
-                           else 0.5 * (result.if_trans_acc + result.if_rot_acc))
-        return rewards
-
-    def per_latent(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[list[float]]:
-        """The same score for each of a clip's latents (its 4 transitions each): a list of L
-        floats per clip, whose mean is what ``__call__`` returns. Per-latent credit: a latent
-        is rewarded for its own motion, not for the other labels its clip commands."""
-        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.variant).tolist()
+    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[list[float]]:
+        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.accuracy).tolist()
                 for view in clips]
 
 
@@ -49,8 +69,65 @@ class QualityReward:
     variant ``default-drift``: pick it when building ``scorers``)."""
 
     scorers: Scorers
-    name: str = "vq"
 
     def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[float]:
         prompts = prompts or [""] * len(clips)
         return [score_clip_quality(view, self.scorers, prompt)[0] for view, prompt in zip(clips, prompts)]
+
+
+@dataclass
+class ClipScorer:
+    """A reward from any per-clip wcbench scorer ``score(view, scorers, fov_deg) -> float or
+    list of floats`` (one per latent)."""
+
+    score: Callable[[ClipView, Scorers, float | None], Any]
+    context: RewardContext
+
+    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[Any]:
+        return [self.score(view, self.context.scorers, self.context.fov_deg) for view in clips]
+
+
+REWARDS.register("following")(lambda ctx: FollowingReward(ctx.scorers, ctx.fov_deg))
+REWARDS.register("quality")(lambda ctx: QualityReward(ctx.scorers))
+REWARDS.register("fine_action")(lambda ctx: FollowingReward(replace(ctx.scorers, mode="worldcompass-compat"),
+                                                            ctx.fov_deg, "mean"))
+
+
+def build_reward(spec: str, context: RewardContext) -> Reward:
+    """A built-in by name, or the function (or class, instantiated) ``package.module:name``."""
+    if ":" not in spec:
+        return REWARDS.get(spec, hint="; or give package.module:function")(context)
+    module_name, _, attr = spec.partition(":")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"reward {spec!r}: cannot import {attr!r} from {module_name!r}: {err}") from err
+    reward = target() if isinstance(target, type) else target
+    if not callable(reward):
+        raise ValueError(f"reward {spec!r} is a {type(reward).__name__}, not a callable reward(clips, prompts)")
+    return reward
+
+
+def build_rewards(specs: list[str], context: RewardContext) -> dict[str, Reward]:
+    """``{spec: reward}`` in ``reward.funcs`` order."""
+    return {spec: build_reward(spec, context) for spec in specs}
+
+
+def check_reward_values(name: str, values: Any, clips: list[ClipView], latents: int) -> list:
+    """``values`` as a list if it holds one value per clip or one list of ``latents`` values per
+    clip; a ValueError naming the reward and the shape it returned otherwise."""
+    try:
+        shape = np.shape(np.asarray(values, dtype=object))
+    except ValueError:  # ragged lists
+        shape = ("ragged",)
+    if shape not in ((len(clips),), (len(clips), latents)):
+        raise ValueError(f"reward {name!r} returned values of shape {shape} for {len(clips)} clips of {latents} "
+                         f"latents; a reward returns ({len(clips)},) one per clip, or ({len(clips)}, {latents}) "
+                         f"one per latent")
+    return list(values)
+
+
+def score_group(rewards: dict[str, Reward], views: list[ClipView], prompts: list[str],
+                latents: int) -> dict[str, list]:
+    """Each reward's values for a group's candidates, checked (see :func:`check_reward_values`)."""
+    return {name: check_reward_values(name, reward(views, prompts), views, latents) for name, reward in rewards.items()}

@@ -7,17 +7,17 @@ the same clip: G * (n + 1) clip generations.
 
 ``eta`` > 0 samples with the flow's ancestral sampler (more spread within a group; see
 :func:`wctrain.sampling.stochastic_step`); 0 is the deterministic Euler sampler that
-``wcbench run`` uses. An :class:`Exploration` perturbs each candidate's action conditioning
-(the model's ``explore()``) while its target clip is sampled; prefixes are never perturbed.
+``wcbench run`` uses. An :class:`~wctrain.exploration.Exploration` perturbs each candidate's
+action conditioning while its target clip is sampled (models that expose it); prefixes are
+never perturbed.
 
-Frames reach the rewards exactly as ``wcbench run --model tinywm`` shows them: decoded,
-converted to uint8 and resized to the output size with the adapter's own function.
+Frames reach the rewards exactly as ``wcbench run`` shows them: decoded, converted to uint8
+and resized to the output size with the adapter's own function. Latents stay on the model's
+device; random draws come from CPU generators (the same on every device).
 """
 
 from __future__ import annotations
 
-import inspect
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,25 +25,10 @@ import torch
 
 from wcbench.actions import Script, clip_step_actions
 from wcbench.scoring.case import ClipView
+from wctrain.exploration import Exploration, exploring
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
 from wctrain.models.wcbench_adapter import resize_frames, to_model_size
 from wctrain.schedule import count_clip_generations
-
-
-@dataclass(frozen=True)
-class Exploration:
-    """How the target clip's candidates are perturbed (see ``TinyWM.explore``).
-
-    ``scale``: the offset's size (0: no exploration); ``mode``: the model's exploration mode;
-    ``label_scale`` (one factor per label): each frame's offset times its label's factor;
-    ``part_labels`` (one bool per label): under ``parts``, only these labels' frames may be
-    read as a part. The last two are passed on only when given.
-    """
-
-    scale: float = 0.0
-    mode: str = "isotropic"
-    label_scale: torch.Tensor | None = None
-    part_labels: torch.Tensor | None = None
 
 
 @dataclass
@@ -60,9 +45,9 @@ class GroupRollout:
     """One group: G candidates of target clip ``clip`` and the context they share (or not)."""
 
     clip: int
-    context: torch.Tensor      # (G, P, C, h, w) latents each candidate was conditioned on
-    candidates: torch.Tensor   # (G, L, C, h, w) sampled clean latents of the target clip
-    actions: torch.Tensor      # (G, L * 4, 4) per-frame action signs
+    context: torch.Tensor      # (G, P, ...) latents each candidate was conditioned on
+    candidates: torch.Tensor   # (G, L, ...) sampled clean latents of the target clip
+    actions: torch.Tensor      # (G, L * frames_per_latent, 4) per-frame action signs
     views: list[ClipView]      # what the rewards score, one per candidate
     clip_generations: int
 
@@ -70,16 +55,17 @@ class GroupRollout:
 def _start(model, image: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
     """Start latent and frame 0 exactly as the wcbench adapter makes them."""
     small = to_model_size(image, model)
-    return model.start_latent(frames_to_tensor(small[None])), resize_frames(small[None], _size(image))[0]
+    pixels = frames_to_tensor(small[None]).to(next(model.parameters()).device)
+    return model.start_latent(pixels), resize_frames(small[None], _size(image))[0]
 
 
 def _size(image: np.ndarray) -> tuple[int, int]:
     return image.shape[1], image.shape[0]
 
 
-def _clip_actions(script: Script, clip: int, latents_per_clip: int) -> tuple[torch.Tensor, list]:
+def _clip_actions(model, script: Script, clip: int, latents_per_clip: int) -> tuple[torch.Tensor, list]:
     actions = clip_step_actions(script, clip, latents_per_clip)
-    return actions_to_tensor(actions)[None], actions
+    return actions_to_tensor(actions, model.frames_per_latent)[None], actions
 
 
 def _decode(model, latents: torch.Tensor, size: tuple[int, int]) -> list[np.ndarray]:
@@ -94,9 +80,9 @@ def generate_prefix(model, episode: Episode, clip: int, sigmas: torch.Tensor, ge
     size = _size(episode.image)
     history, frame0 = _start(model, episode.image)
     last = frame0
-    keep = model.config.context_latents
+    keep = model.context_latents
     for index in range(clip):
-        actions, _ = _clip_actions(episode.script, index, latents_per_clip)
+        actions, _ = _clip_actions(model, episode.script, index, latents_per_clip)
         latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         history = torch.cat([history, latents], dim=1)[:, -keep:]
         last = _decode(model, latents[:, -1:], size)[0][-1]
@@ -110,10 +96,10 @@ def rollout_clip_level(model, episode: Episode, clip: int, group_size: int, sigm
     """Shared prefix (generated once), then ``group_size`` candidates of clip ``clip``."""
     size = _size(episode.image)
     history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
-    actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
+    actions, step_actions = _clip_actions(model, episode.script, clip, latents_per_clip)
     context = history.expand(group_size, *history.shape[1:]).contiguous()
     actions = actions.expand(group_size, -1, -1).contiguous()
-    with _exploring(model, exploration, group_size, generator):
+    with exploring(model, exploration, group_size, generator):
         candidates = sample_clip(model, context, actions, sigmas, generator, eta=eta)
     views = [_view(frame0, last, frames, step_actions) for frames in _decode(model, candidates, size)]
     return GroupRollout(clip, context, candidates, actions, views,
@@ -127,10 +113,10 @@ def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, si
     """``group_size`` independent videos up to clip ``clip``, each with its own prefix."""
     size = _size(episode.image)
     contexts, candidates, views = [], [], []
-    actions, step_actions = _clip_actions(episode.script, clip, latents_per_clip)
+    actions, step_actions = _clip_actions(model, episode.script, clip, latents_per_clip)
     for _ in range(group_size):
         history, frame0, last = generate_prefix(model, episode, clip, sigmas, generator, latents_per_clip, eta)
-        with _exploring(model, exploration, 1, generator):
+        with exploring(model, exploration, 1, generator):
             latents = sample_clip(model, history, actions, sigmas, generator, eta=eta)
         contexts.append(history)
         candidates.append(latents)
@@ -138,25 +124,6 @@ def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, si
     return GroupRollout(clip, torch.cat(contexts), torch.cat(candidates),
                         actions.expand(group_size, -1, -1).contiguous(), views,
                         count_clip_generations(clip, group_size, rollout="sample"))
-
-
-def _exploring(model, exploration: Exploration, batch: int, generator: torch.Generator):
-    """``model.explore(...)`` for the target clip's candidates, or nothing when the scale is 0;
-    the per-label arguments are passed on only when given."""
-    if exploration.scale <= 0:
-        return nullcontext()
-    if not hasattr(model, "explore"):
-        raise ValueError(f"rl.explore = {exploration.scale} needs a model with an explore() method; "
-                         f"{type(model).__name__} has none (set rl.explore=0)")
-    extras = {name: value for name, value in (("label_scale", exploration.label_scale),
-                                              ("part_labels", exploration.part_labels)) if value is not None}
-    accepted = inspect.signature(model.explore).parameters
-    for name in extras:
-        if name not in accepted:
-            setting = {"label_scale": "rl.explore_focus=0", "part_labels": "rl.parts_below=1"}[name]
-            raise ValueError(f"{type(model).__name__}.explore() takes no {name} argument "
-                             f"(add one, or set {setting})")
-    return model.explore(exploration.scale, batch, generator, mode=exploration.mode, **extras)
 
 
 def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:

@@ -9,9 +9,13 @@ uint8 RGB, the layout the harness stores and scores, or says exactly what is wro
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # optional dependencies, named here for the type only
+    import PIL.Image
+    import torch
 
 # What reset() and step() may return (see the README's model section).
 Frames = Union[np.ndarray, "torch.Tensor", "PIL.Image.Image", Sequence[Any]]

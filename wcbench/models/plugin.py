@@ -32,7 +32,8 @@ def extend_import_path(include_paths: Sequence[str | Path] = ()) -> list[str]:
 
 def _public_callables(module: Any) -> list[str]:
     return sorted(name for name, value in vars(module).items()
-                  if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == module.__name__)
+                  if callable(value) and not name.startswith("_")
+                  and getattr(value, "__module__", "") == module.__name__)
 
 
 def import_factory(spec: str, include_paths: Sequence[str | Path] = ()) -> Callable[..., Any]:

@@ -214,7 +214,8 @@ def _matched_residual(cur: np.ndarray, prev: np.ndarray, flow: np.ndarray, facto
     return best[inside]
 
 
-def compute_temporal(gray_frames: np.ndarray, config: TemporalConfig = TemporalConfig()) -> tuple[np.ndarray, np.ndarray]:
+def compute_temporal(gray_frames: np.ndarray,
+                     config: TemporalConfig = TemporalConfig()) -> tuple[np.ndarray, np.ndarray]:
     """Per transition t-1 -> t: (flicker, noise), each (T,) with NaN at frame 0.
 
     Dense optical flow (DIS) aligns frame t-1 onto frame t on luma downscaled to

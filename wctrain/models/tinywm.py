@@ -35,9 +35,8 @@ RL trainer re-evaluates the velocity of a sampled clip.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -46,11 +45,10 @@ from diffusers.configuration_utils import register_to_config
 from diffusers.models.embeddings import TimestepEmbedding, Timesteps
 from torch import nn
 
-from wcbench.actions import NUM_LABELS, NUM_ROTATION, Action
-from wctrain.sampling import flow_sigmas
+from wcbench.actions import NUM_LABELS
+from wctrain.models.parts import PackedLatentSpace, action_labels, last_frame_channels, pixel_grid, warp_frame
 
 ACTION_DIM = 4  # forward, right, yaw, pitch signs
-EXPLORATION_MODES = ("isotropic", "components", "parts", "boost")  # see TinyWM.explore
 MIN_SIGMA = 0.02  # floor of the division in velocity = (x_t - x0) / sigma
 
 
@@ -107,13 +105,15 @@ class SpatialAttention(nn.Module):
         return hidden_states + out
 
 
-class TinyWM(ModelMixin, ConfigMixin):
+class TinyWM(PackedLatentSpace, ModelMixin, ConfigMixin):
     """Action-conditioned flow-matching video model (see the module docstring).
 
     Implements :class:`wctrain.models.base.TrainableWorldModel`.
     """
 
     latents_per_denoise = 1  # autoregressive latent by latent
+    # what post-training trains by default: the reading of actions (measured: docs/wctrain.md)
+    trainable_modules = ("action_embedding", "action_proj")
 
     @register_to_config
     def __init__(
@@ -146,12 +146,6 @@ class TinyWM(ModelMixin, ConfigMixin):
         self.action_proj = nn.Sequential(
             nn.Linear(frames_per_latent * cond_embed_dim, cond_embed_dim), nn.SiLU(),
             nn.Linear(cond_embed_dim, cond_embed_dim))
-        # (sign + 1) pairs -> translation / rotation label, from wcbench's own action model
-        signs = (-1, 0, 1)
-        self.register_buffer("translation_labels", torch.tensor(
-            [[Action(forward=f, right=r).translation_label for r in signs] for f in signs]), persistent=False)
-        self.register_buffer("rotation_labels", torch.tensor(
-            [[Action(yaw=y, pitch=p).rotation_label for p in signs] for y in signs]), persistent=False)
 
         # 2. UNet over the latent grid
         self.conv_in = nn.Conv2d(in_channels, block_out_channels[0], 3, padding=1)
@@ -181,54 +175,12 @@ class TinyWM(ModelMixin, ConfigMixin):
         # start as "the next frames repeat the last one" so early training is stable
         nn.init.zeros_(self.conv_out.weight)
         nn.init.zeros_(self.conv_out.bias)
-        # (mode, its random values, label_scale, part_labels) inside explore(), else None
-        self._exploration: tuple[str, Any, torch.Tensor | None, torch.Tensor | None] | None = None
-
-    # ------------------------------------------------------------ latent space
-
-    @property
-    def frames_per_latent(self) -> int:
-        return self.config.frames_per_latent
-
-    @property
-    def resolution(self) -> tuple[int, int]:
-        return (self.config.width, self.config.height)
-
-    def encode(self, frames: torch.Tensor) -> torch.Tensor:
-        """Frames (B, T, 3, H, W) in [0, 1] -> latents (B, T/4, 48, H/2, W/2) in [-1, 1] (exact)."""
-        batch, num_frames, _, height, width = frames.shape
-        fpl, patch = self.config.frames_per_latent, self.config.patch_size
-        if num_frames % fpl or (height, width) != (self.config.height, self.config.width):
-            raise ValueError(f"encode takes a multiple of {fpl} frames at {self.config.width}x{self.config.height}, "
-                             f"got {num_frames} frames at {width}x{height}")
-        grouped = (2 * frames - 1).reshape(batch * num_frames // fpl, fpl * 3, height, width)
-        latents = F.pixel_unshuffle(grouped, patch)
-        return latents.reshape(batch, num_frames // fpl, *latents.shape[1:])
-
-    def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        """Latents (B, L, 48, h, w) -> frames (B, 4L, 3, H, W) in [0, 1] (unclamped)."""
-        batch, num_latents = latents.shape[:2]
-        grouped = F.pixel_shuffle(latents.flatten(0, 1), self.config.patch_size)
-        frames = grouped.reshape(batch, num_latents * self.config.frames_per_latent, 3, *grouped.shape[-2:])
-        return (frames + 1) / 2
-
-    def start_latent(self, image: torch.Tensor) -> torch.Tensor:
-        """A start image (B, 3, H, W) in [0, 1] as a still latent (B, 1, C, h, w): the first context."""
-        return self.encode(image[:, None].expand(-1, self.config.frames_per_latent, -1, -1, -1))
-
-    def default_sigmas(self, num_inference_steps: int | None = None) -> torch.Tensor:
-        """The sampler's sigma schedule from this model's config."""
-        return flow_sigmas(num_inference_steps or self.config.num_inference_steps, self.config.sigma_shift)
 
     # ------------------------------------------------------------ denoiser
 
     def build_context(self, prefix: torch.Tensor, clip: torch.Tensor | None = None) -> TinyWMContext:
         """Context from prefix latents (B, P, C, h, w); ``clip`` teacher-forces a whole clip."""
-        needed = self.config.context_latents
-        if prefix.shape[1] < needed:
-            # before enough latents exist, the start latent stands in for the missing ones
-            prefix = torch.cat([prefix[:, :1].expand(-1, needed - prefix.shape[1], -1, -1, -1), prefix], dim=1)
-        return TinyWMContext(history=prefix[:, -needed:], clip=clip)
+        return TinyWMContext(history=self.recent_latents(prefix), clip=clip)
 
     def _context_for(self, ctx: TinyWMContext, num_latents: int) -> torch.Tensor:
         """Per target latent, its ``context_latents`` predecessors stacked as channels: (B, L, n*C, h, w)."""
@@ -258,11 +210,8 @@ class TinyWM(ModelMixin, ConfigMixin):
 
         # 1. embed flow time and actions, one conditioning vector per latent
         time_emb = self.time_embedding(self.time_proj(sigma.reshape(-1) * 1000).to(x_t.dtype))
-        labels = self.action_labels(actions).reshape(batch * num_latents, fpl)
-        frame_emb = self.action_embedding(labels)
-        if self._exploration is not None:
-            frame_emb = frame_emb + self._exploration_offsets(labels, batch, num_latents)
-        action_emb = self.action_proj(frame_emb.flatten(1))
+        frame_emb = self.action_embedding(action_labels(actions))  # (B, 4L, dim): one call, batch first
+        action_emb = self.action_proj(frame_emb.reshape(batch * num_latents, -1))
         cond_emb = time_emb + action_emb
 
         # 2. the noisy latent and its context latents, stacked as channels
@@ -293,144 +242,48 @@ class TinyWM(ModelMixin, ConfigMixin):
         sample = base + residual
         return (x_t - sample) / sigma.clamp(min=MIN_SIGMA).reshape(batch, num_latents, 1, 1, 1)
 
-    @contextmanager
-    def explore(self, scale: float, batch: int, generator: torch.Generator,
-                mode: str = "isotropic", label_scale: torch.Tensor | None = None,
-                part_labels: torch.Tensor | None = None) -> Iterator[None]:
-        """Exploration for RL rollouts: inside the block, sample ``b`` of the batch reads its
-        actions through a perturbed action embedding, fixed for the block.
-
-        A flow model trained on exact camera motion maps an action to one motion whatever the
-        noise, so G candidates of a clip move alike and a group has no following signal to
-        learn from. A per-candidate perturbation makes each candidate a slightly different
-        reading of its action (parameter-space exploration); NFT then trains the unperturbed
-        model on the clean samples that followed better. The loss never runs inside this block.
-
-        ``isotropic``: one Gaussian offset per candidate (``scale`` x the table's std) on every
-        frame's embedding. ``components``: per candidate two coefficients ``c_r, c_t ~ N(0,
-        scale^2)``; a frame commanding label ``(t, r)`` gets ``c_r (e(none, r) - e(none)) + c_t
-        (e(t, none) - e(none))``, more or less of its own rotation and translation. In 128
-        dimensions an isotropic offset hardly points along the directions the model reads as
-        motion, so a combined label whose rotation the model drops is rarely turned.
-        ``parts``: the isotropic offset, and each frame of a combined label is read, per
-        candidate and frame position, as the label (odds 1/2), its translation alone or its
-        rotation alone (1/4 each); the projection mixes a latent's four frames, so a candidate
-        can both strafe and turn where the label alone gives only the strafe. Basic labels get
-        the offset only. ``boost``: the isotropic offset plus ``|c_r|`` and ``|c_t|`` of the
-        label's own rotation and translation as in ``components``: more of a part, never less,
-        to test whether the readings with less motion than commanded were what hurt
-        ``components`` and ``parts`` in training (they were not: README, "Post-training").
-        ``label_scale`` (NUM_LABELS,), optional: each frame's offset times its label's entry, so
-        labels the policy follows can be explored less than labels it fails. ``part_labels``
-        (NUM_LABELS,) bool, optional, ``parts`` only: just these labels' frames may be read as a
-        part (the others get the offset alone), so labels the policy already follows are not
-        given candidates that miss them.
-        """
-        if mode in ("isotropic", "parts", "boost"):
-            std = float(self.action_embedding.weight.detach().std())
-            values = scale * std * torch.randn(batch, self.config.cond_embed_dim, generator=generator)
-            if mode == "parts":  # per frame position: 0, 3 the label; 1 its translation; 2 its rotation
-                values = (values, torch.randint(0, 4, (batch, self.config.frames_per_latent), generator=generator))
-            elif mode == "boost":
-                values = (values, (scale * torch.randn(batch, 2, generator=generator)).abs())
-        elif mode == "components":
-            values = scale * torch.randn(batch, 2, generator=generator)
-        else:
-            raise ValueError(f"exploration mode must be one of {EXPLORATION_MODES}, got {mode!r}")
-        for name, given in (("label_scale", label_scale), ("part_labels", part_labels)):
-            if given is not None and tuple(given.shape) != (NUM_LABELS,):
-                raise ValueError(f"{name} must have one entry per label ({NUM_LABELS}), got {tuple(given.shape)}")
-        if part_labels is not None and mode != "parts":
-            raise ValueError(f"part_labels applies to the parts exploration mode only, got mode {mode!r}")
-        self._exploration = (mode, values, label_scale, None if part_labels is None else part_labels.bool())
-        try:
-            yield
-        finally:
-            self._exploration = None
-
-    def _exploration_offsets(self, labels: torch.Tensor, batch: int, num_latents: int) -> torch.Tensor:
-        """Offsets on the frame embeddings (batch * num_latents, fpl, dim) inside explore(), each
-        frame's times its label's ``label_scale`` factor when one was given."""
-        mode, values, label_scale, part_labels = self._exploration
-        count = (values[0] if isinstance(values, tuple) else values).shape[0]
-        if count != batch:
-            raise ValueError(f"explore() was set up for a batch of {count}, got {batch}")
-        offsets = self._mode_offsets(mode, values, labels, num_latents, part_labels)
-        return offsets if label_scale is None else offsets * label_scale.to(offsets)[labels][..., None]
-
-    def _mode_offsets(self, mode: str, values, labels: torch.Tensor, num_latents: int,
-                      part_labels: torch.Tensor | None = None) -> torch.Tensor:
-        """The offsets of one exploration mode (see :meth:`explore`) for frames of ``labels``;
-        under ``parts``, only frames of ``part_labels`` (when given) may be read as a part."""
-        if mode == "isotropic":
-            return values.repeat_interleave(num_latents, 0)[:, None]
-        table = self.action_embedding.weight.detach()
-        still = Action()
-        # each frame's label with its rotation dropped, and with its translation dropped
-        translation = NUM_ROTATION * (labels // NUM_ROTATION) + still.rotation_label
-        rotation = NUM_ROTATION * still.translation_label + labels % NUM_ROTATION
-        if mode == "parts":
-            offsets, parts = (v.repeat_interleave(num_latents, 0) for v in values)
-            combined = (translation != still.label) & (rotation != still.label)
-            if part_labels is not None:  # only these labels may be read as a part
-                combined = combined & part_labels.to(labels.device)[labels]
-            read = torch.where(combined & (parts == 1), translation, labels)
-            read = torch.where(combined & (parts == 2), rotation, read)
-            return offsets[:, None] + table[read] - table[labels]
-        # components: coefficients alone; boost: (isotropic offset, coefficients)
-        offsets, coefficients = (None, values) if mode == "components" else values
-        coefficients = coefficients.repeat_interleave(num_latents, 0)
-        along = (coefficients[:, 0, None, None] * (table[rotation] - table[still.label])
-                 + coefficients[:, 1, None, None] * (table[translation] - table[still.label]))
-        return along if offsets is None else offsets.repeat_interleave(num_latents, 0)[:, None] + along
-
-    def action_labels(self, actions: torch.Tensor) -> torch.Tensor:
-        """Per-frame signs (..., 4) -> full labels 9 * translation + rotation (...), as wcbench counts them."""
-        index = (actions.round().long().clamp(-1, 1) + 1).unbind(-1)
-        if any(((a.abs() > 1.5) | ((a - a.round()).abs() > 1e-3)).any() for a in actions.unbind(-1)):
-            raise ValueError("actions must be signs in {-1, 0, 1} (forward, right, yaw, pitch)")
-        return NUM_ROTATION * self.translation_labels[index[0], index[1]] + self.rotation_labels[index[2], index[3]]
-
     def _warp_last_frame(self, context: torch.Tensor, displacement: torch.Tensor) -> torch.Tensor:
         """Warp the newest context frame by one displacement field per output frame.
 
-        context: (N, n*C, h, w) packed context latents; displacement: (N, 2 * frames, h, w) in
-        pixels of the full-resolution frame (x, y per frame). Returns a packed latent (N, C, h, w).
-        Bicubic sampling keeps repeated warps over a long rollout from blurring quickly;
-        content that enters from outside the frame is left to the residual.
+        context: (N, n*C, h, w) packed context latents; displacement: (N, 2 * frames, h, w).
+        Returns a packed latent (N, C, h, w).
         """
         fpl, patch = self.config.frames_per_latent, self.config.patch_size
-        per_frame = 3 * patch**2
-        last = F.pixel_shuffle(context[:, -per_frame:], patch)  # (N, 3, H, W) in [-1, 1]
-        num, _, height, width = last.shape
-        # 1. per-frame fields up to full resolution, as offsets of a normalised sampling grid
-        fields = F.interpolate(displacement, size=(height, width), mode="bilinear", align_corners=False)
-        fields = fields.reshape(num * fpl, 2, height, width).permute(0, 2, 3, 1)
-        scale = torch.tensor([2.0 / width, 2.0 / height], dtype=fields.dtype)
-        ys = torch.linspace(-1 + 1 / height, 1 - 1 / height, height, dtype=fields.dtype)
-        xs = torch.linspace(-1 + 1 / width, 1 - 1 / width, width, dtype=fields.dtype)
-        identity = torch.stack(torch.meshgrid(xs, ys, indexing="xy"), dim=-1)  # (H, W, 2) as (x, y)
-        # 2. sample the last frame at the displaced positions (backward warp)
-        source = last.repeat_interleave(fpl, dim=0)
-        warped = F.grid_sample(source, identity + fields * scale, mode="bicubic", padding_mode="border",
-                               align_corners=False)
-        # 3. back to the packed latent layout
-        return F.pixel_unshuffle(warped.reshape(num, fpl * 3, height, width), patch)
+        last = F.pixel_shuffle(context[:, -last_frame_channels(patch):], patch)  # (N, 3, H, W) in [-1, 1]
+        return F.pixel_unshuffle(warp_frame(last, displacement, fpl), patch)
 
     @staticmethod
     def _coordinates(inputs: torch.Tensor) -> torch.Tensor:
         """Pixel-centre coordinates in [-1, 1], x then y: (N, 2, h, w)."""
-        batch, _, height, width = inputs.shape
-        ys = torch.linspace(-1 + 1 / height, 1 - 1 / height, height, dtype=inputs.dtype)
-        xs = torch.linspace(-1 + 1 / width, 1 - 1 / width, width, dtype=inputs.dtype)
-        grid = torch.stack(torch.meshgrid(xs, ys, indexing="xy"), dim=0)
-        return grid[None].expand(batch, -1, -1, -1)
+        grid = pixel_grid(inputs.shape[2], inputs.shape[3], inputs).permute(2, 0, 1)
+        return grid[None].expand(inputs.shape[0], -1, -1, -1)
 
     def _last_frame(self, context: torch.Tensor) -> torch.Tensor:
-        """The newest context frame repeated as a whole latent: (B, L, C, h, w).
-
-        ``pixel_unshuffle`` orders a latent's channels as (frame, colour, patch row, patch
-        column), so the last frame is the last ``3 * patch^2`` channels.
-        """
-        per_frame = 3 * self.config.patch_size ** 2
+        """The newest context frame repeated as a whole latent: (B, L, C, h, w)."""
+        per_frame = last_frame_channels(self.config.patch_size)
         return context[:, :, -per_frame:].repeat(1, 1, self.config.frames_per_latent, 1, 1)
+
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "tinywm"
+
+
+def load_tinywm(checkpoint: str | Path | None = "shipped", **config) -> TinyWM:
+    """The ``tinywm`` factory (``wctrain.models`` entry point): ``"shipped"`` (the checkpoint that
+    comes with the package), a ``save_pretrained`` folder, or ``None`` for a new, randomly
+    initialised model built from the constructor arguments ``config`` (``wctrain pretrain``)."""
+    return load_or_build(TinyWM, checkpoint, SHIPPED_CHECKPOINT, config)
+
+
+def load_or_build(cls: type, checkpoint: str | Path | None, shipped: Path, config: dict):
+    """``cls(**config)`` when ``checkpoint`` is None, else ``cls.from_pretrained`` of the folder
+    (``"shipped"``: ``shipped``) in eval mode; a clear error for a folder without config.json."""
+    if checkpoint is None:
+        return cls(**config)
+    if config:
+        raise ValueError(f"{cls.__name__}: constructor arguments {sorted(config)} apply to a new model only; a "
+                         f"checkpoint carries its own (pass +model_options.checkpoint=null to build a new one)")
+    path = shipped if checkpoint == "shipped" else Path(checkpoint)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"no {cls.__name__} checkpoint at {path}: pass a folder written by save_pretrained, "
+                                f"`wctrain pretrain` or `wctrain train` (it holds config.json)")
+    return cls.from_pretrained(path, low_cpu_mem_usage=False).eval()  # no meta-device init under accelerate launch

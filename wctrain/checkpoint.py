@@ -1,0 +1,97 @@
+"""Run-folder bookkeeping: atomic checkpoints through ``accelerator.save_state``, the metrics file.
+
+A checkpoint is ``RUN_DIR/checkpoints/step-NNNNNN/``, written by ``accelerator.save_state``
+(the model, the optimiser, and the objects registered for checkpointing: both EMAs and the
+:class:`TrainingState`) into a temporary folder that is renamed into place; ``RUN_DIR/latest``
+names the newest and is itself written atomically, so a kill at any point leaves the previous
+checkpoint usable. With FSDP or DeepSpeed, ``save_state`` writes what those need to resume.
+
+``metrics.jsonl`` gets one row per step from rank 0; on resume, rows past the checkpoint (the
+steps a killed run logged but did not save) are dropped, so they are not logged twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wcbench.storage import atomic_path, write_text
+from wctrain.curriculum import initial_label_accuracy
+
+KEEP_CHECKPOINTS = 2
+
+
+@dataclass
+class TrainingState:
+    """What resumes a run besides weights and optimiser: the step reached and the curriculum's
+    running IF per label (one float per label)."""
+
+    step: int = 0
+    label_accuracy: np.ndarray = field(default_factory=initial_label_accuracy)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "label_accuracy": self.label_accuracy.tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step = int(state["step"])
+        self.label_accuracy = np.asarray(state["label_accuracy"], dtype=float)
+
+
+def save_checkpoint(accelerator, run_dir: Path, step: int) -> Path:
+    """Every rank calls this; rank 0 moves the finished folder into place and prunes old ones."""
+    folders = run_dir / "checkpoints"
+    final, partial = folders / f"step-{step:06d}", folders / f".step-{step:06d}.partial"
+    if accelerator.is_main_process and partial.exists():
+        shutil.rmtree(partial)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(partial))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(partial, final)
+        write_text(run_dir / "latest", final.name + "\n")
+        for old in sorted(folders.glob("step-*"))[:-KEEP_CHECKPOINTS]:
+            shutil.rmtree(old)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def load_checkpoint(accelerator, run_dir: Path) -> bool:
+    """Restore the newest checkpoint of ``run_dir`` into everything ``prepare`` and
+    ``register_for_checkpointing`` know; False when there is none."""
+    pointer = run_dir / "latest"
+    if not pointer.exists():
+        if (run_dir / "checkpoint.pt").exists():
+            raise ValueError(f"{run_dir / 'checkpoint.pt'}: a checkpoint of an earlier wctrain (before model "
+                             f"plug-ins) cannot be resumed; pass a new run_dir")
+        return False
+    folder = run_dir / "checkpoints" / pointer.read_text().strip()
+    try:
+        accelerator.load_state(str(folder))
+    except (ValueError, RuntimeError) as error:  # torch names neither the folder nor the setting that differs
+        raise ValueError(f"{folder}: cannot resume: its model or optimiser state does not match this run ({error}). "
+                         f"The run was started with another model or rl.trainable; resume with the settings it "
+                         f"was started with (config.json), or pass a new run_dir.") from error
+    return True
+
+
+def truncate_metrics(run_dir: Path, step: int) -> None:
+    """Keep only the rows of steps up to ``step`` (atomically)."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return
+    rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(row + "\n" for row in rows))
+
+
+def append_metrics(run_dir: Path, row: dict) -> None:
+    with (run_dir / "metrics.jsonl").open("a") as handle:
+        handle.write(json.dumps(row) + "\n")

@@ -1,0 +1,60 @@
+"""Training episodes: a fresh script and scene per group and step, never an evaluation case.
+
+Every draw comes from a generator seeded by (seed, step, group), so a resumed run repeats
+exactly what an uninterrupted one would do, and N processes with one group each draw what one
+process draws with N groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import torch
+
+from wcbench.actions import parse_script
+from wcbench.scenes.packs import synthetic_world
+from wcbench.suite import Suite, generate_script
+from wctrain.config import RLConfig
+from wctrain.curriculum import clip_labels, episode_weights
+from wctrain.rollout import Episode
+
+
+def derive_seed(*parts: int) -> int:
+    """A 64-bit seed from integers (a hash, so nearby inputs give unrelated streams)."""
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+def step_generator(seed: int, step: int, group: int, stream: int) -> torch.Generator:
+    """The CPU generator of one group's ``stream`` (1: rollouts, 2: the loss) at ``step``."""
+    return torch.Generator().manual_seed(derive_seed(seed, step, group, stream))
+
+
+def sample_episode(rl: RLConfig, suite: Suite, step: int, group: int, held_out: set[int],
+                   label_accuracy: np.ndarray | None = None, clip: int = 0) -> Episode:
+    """The training case of one group: a fresh script and scene, never one of the eval cases.
+
+    With ``rl.focus_candidates`` > 1 (and ``label_accuracy``), the script is drawn from that
+    many candidates, weighted towards those whose target clip ``clip`` commands the labels
+    the policy follows worst (:mod:`wctrain.curriculum`); not with ``rl.episode_pool``, whose
+    episodes stay fixed.
+    """
+    draw = step % rl.episode_pool if rl.episode_pool else step
+    rng = np.random.default_rng(derive_seed(rl.seed, draw, group))
+    num_steps = 4 * rl.episode_clips - 1
+    scripts = []
+    focused = label_accuracy is not None and not rl.episode_pool
+    for _ in range(rl.focus_candidates if focused else 1):
+        track = "combined" if rng.random() < rl.combined_fraction else "basic"
+        scripts.append(parse_script(generate_script(rng, track, num_steps, suite.step_degrees,
+                                                    tuple(rl.segment_steps))))
+    script = scripts[0]
+    if len(scripts) > 1:
+        weights = episode_weights(label_accuracy, [clip_labels(s, clip) for s in scripts], rl.focus_floor,
+                                  rl.group_size)
+        script = scripts[int(rng.choice(len(scripts), p=weights))]
+    scene_seed = int(rng.integers(2**31))
+    while scene_seed in held_out:
+        scene_seed = int(rng.integers(2**31))
+    world = synthetic_world(suite, script, scene_seed)
+    return Episode(world.image, script, world.prompt)
