@@ -18,8 +18,8 @@ Parts (``--parts``, comma-separated):
 - ``score``: ``wcbench score`` of one 381-frame 480x832 video on 2 cores, against playback at
   24 frames/s (target: faster): wall time, CPU time and the idle-machine range they imply, the
   CPU the camera estimator and the quality scorer take over its clips and the CPU decoding the
-  video takes; decoding runs in a thread beside scoring, so when it is the faster of the two an
-  idle machine's wall time is about the run's CPU less the decoding's.
+  video takes (in a thread beside scoring). On a loaded machine OpenCV's worker threads find no
+  free core and cost less CPU than on an idle one: the wall time only an idle machine shows.
 The machine these figures are taken on may be shared: CPU time (which waiting for a core does
 not add to) stands in for idle wall time, every figure is printed with its ratio to the target,
 the load average is printed too, and the times are best-of-``--repeats``.
@@ -215,11 +215,6 @@ def bench_score(repeats: int) -> None:
               f"per frame), {seconds / cpu:.0%} of the run's CPU")
     print(f"  {'video decoding':>16}: {decoding:.1f} CPU s ({1e3 * decoding / len(frames):.1f} ms per frame), "
           f"{decoding / cpu:.0%} of the run's CPU")
-    scoring = sum(parts)
-    if decoding < scoring:  # the decoding thread keeps ahead: the scorer never waits for a frame
-        print(f"decoding runs in a thread beside scoring and is the faster of the two, so an idle 2-core machine "
-              f"takes about CPU - decoding = {cpu - decoding:.1f} s ({len(frames) / (cpu - decoding):.1f} frames/s = "
-              f"{len(frames) / (cpu - decoding) / PLAYBACK_FPS:.2f}x playback)")
 
 
 def load_note() -> str:
