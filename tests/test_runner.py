@@ -1,7 +1,8 @@
 """`wcbench run`: adapters, resume after a kill, failure isolation (exceptions with their
 traceback, bad frames, hangs past timeout_s), --limit runs extended to the full suite, named
 errors for bad command lines, results.json's environment and cases.csv, the estimated camera
-path, 2-process sharding equal to 1 process. (Refusing mixed or busy folders: test_outdir.py.)"""
+path, the report's strip frames kept while scoring, 2-process sharding equal to 1 process.
+(Refusing mixed or busy folders: test_outdir.py.)"""
 
 import csv
 import json
@@ -22,7 +23,9 @@ from wcbench.pose import build_estimator
 from wcbench.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
+from wcbench.strip import load_strip, sample_indices, strip_path
 from wcbench.suite import load_suite
+from wcbench.video import read_frames_at
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,6 +60,9 @@ def test_run_oracle_with_true_poses_scores_one(tiny_suite, tmp_path):
         assert case["status"] == "ok" and case["if_acc"] == 1.0
         assert (out / case["video"]).exists() and len(case["video_sha256"]) == 64
         assert {"track", "horizon", "timing", "per_clip"} <= set(case)
+        record = json.loads((out / "cases" / f"{case['id']}.json").read_text())
+        strip = load_strip(strip_path(out, case["id"]), record)  # the report's frames, kept while scoring
+        assert np.array_equal(strip, read_frames_at(out / case["video"], sample_indices(case["num_frames"])))
     assert results["summary"]["overall"]["if_acc"] == 1.0
     assert (out / "report.html").exists() and (out / "summary.csv").exists()
 

@@ -1,8 +1,11 @@
 """Streaming video IO and scoring: clip-by-clip writing equals writing at once and is atomic,
-decoding counts the decoder's complaints, and the case scorer holds one clip, never the video,
+decoding counts the decoder's complaints, the decoding thread stops with its reader and passes
+other stderr output on unchanged, and the case scorer holds one clip, never the video,
 while giving the numbers of whole-video scoring."""
 
 import gc
+import os
+import threading
 import weakref
 
 import cv2
@@ -13,7 +16,8 @@ from wcbench.actions import parse_script
 from wcbench.pose import build_estimator
 from wcbench.scoring.case import CaseScorer, Scorers, score_frames
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.video import VideoReadError, VideoSource, read_frames_at, read_video, video_writer, write_video
+from wcbench.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
+                           write_video)
 
 
 def _panning(num_frames: int, height: int = 48, width: int = 64) -> np.ndarray:
@@ -113,3 +117,46 @@ def test_wrong_length_is_an_error_after_streaming():
     scorer.add(_panning(SCRIPT.num_frames + 4))
     with pytest.raises(ValueError, match="video has 37 frames but the script .* needs 33"):
         scorer.finish()
+
+
+def _alive_prefetchers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "wcbench-prefetch"]
+
+
+def test_stopping_early_stops_the_decoding_thread(tmp_path):
+    frames = _panning(33)
+    write_video(tmp_path / "v.avi", frames)
+    for index, frame in enumerate(VideoSource(tmp_path / "v.avi")):
+        assert np.array_equal(frame, frames[index])
+        if index == 2:
+            break
+    assert _alive_prefetchers() == []
+    assert np.array_equal(read_frames_at(tmp_path / "v.avi", [1, 4]), frames[[1, 4]])  # stops after frame 4
+    assert _alive_prefetchers() == []
+
+
+def test_a_producer_error_reaches_the_reader_and_closes_the_producer():
+    closed = []
+
+    def frames():
+        try:
+            yield 1
+            yield 2
+            raise VideoReadError("v.avi: frame 2 is damaged")
+        finally:
+            closed.append(True)
+
+    got = []
+    with pytest.raises(VideoReadError, match="frame 2 is damaged"):
+        for item in prefetched(frames, 1):
+            got.append(item)
+    assert got == [1, 2] and closed == [True] and _alive_prefetchers() == []
+
+
+def test_other_output_passes_through_while_decoding(tmp_path, capfd):
+    """While the decoding thread points stderr at its scratch file, what else is written there (a
+    progress bar redrawing its line) reaches the real stderr unchanged."""
+    write_video(tmp_path / "v.avi", _panning(33))
+    for _ in VideoSource(tmp_path / "v.avi"):
+        os.write(2, b"step 1\rstep 2\r")
+    assert capfd.readouterr().err == "step 1\rstep 2\r" * 33

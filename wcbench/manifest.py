@@ -28,6 +28,7 @@ from wcbench.actions import ScriptError, StepSizes, parse_script, script_traject
 from wcbench.runner import RunConfig, config_hash
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 from wcbench.storage import read_json, write_json
+from wcbench.strip import StripFrames, save_strip, strip_path
 from wcbench.suite import Suite, SuiteError, load_suite
 from wcbench.video import VideoReadError, VideoSource
 
@@ -222,8 +223,10 @@ def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
             f"(first: {messages[0]})"]
 
 
-def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = None) -> dict:
-    """The record of one manifest row: scored, or failed with the reason."""
+def score_row(raw: RawRow, base: Path, scorers: Scorers,
+              suite: Suite | None = None) -> tuple[dict, StripFrames | None]:
+    """The record of one manifest row (scored, or failed with the reason) and, when scored, the
+    report's strip frames, kept as the video streamed past (:mod:`wcbench.strip`)."""
     values = raw.values
     record = {"id": raw.id, "track": values.get("track"), "horizon": values.get("horizon"),
               "status": "failed", "error": None, "script": str(values.get("actions")),
@@ -243,21 +246,23 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
         scorer = CaseScorer(script, scorers, prompt=row.prompt, fov_deg=row.fov_deg, latents_per_clip=latents_per_clip)
         source = VideoSource(row.video)
         _check_length(source, script)
+        strip = StripFrames(script.num_frames)
         for frame in source:
             scorer.add(frame[None])
+            strip.add(frame[None])
         fields = scorer.finish(commanded_poses=script_trajectory(script, steps))
     except (ScriptError, VideoReadError, ValueError, OSError) as err:
         record["error"] = str(err)  # IO errors name the video's path; script errors the segment
         if source is not None and source.decoder_messages:
             record["error"] += f" ({_decoder_warning(source, row.video)[0]})"
-        return record
+        return record, None
     record.update(fields, status="ok", script=script.format(), num_frames=scorer.num_frames, fov_deg=row.fov_deg,
                   latents_per_clip=latents_per_clip, video_sha256=sha256_file(row.video),
                   timing={"score_s": time.perf_counter() - started})
     warnings = _decoder_warning(source, row.video)
     if warnings:
         record.update(warnings=record.get("warnings", []) + warnings, decoder_errors=len(source.decoder_messages))
-    return record
+    return record, strip
 
 
 def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
@@ -283,7 +288,9 @@ def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, 
         if _is_current(out_dir, raw, manifest.parent):
             record = read_json(out_dir / "cases" / f"{raw.id}.json")
         else:
-            record = score_row(raw, manifest.parent, scorers, suite)
+            record, strip = score_row(raw, manifest.parent, scorers, suite)
+            if strip is not None:  # before the record: a record is what makes a case done
+                save_strip(strip_path(out_dir, record["id"]), strip, record["video_sha256"])
             write_json(out_dir / "cases" / f"{record['id']}.json", record)
             records.append(record)
         if on_case:

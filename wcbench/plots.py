@@ -80,13 +80,6 @@ def plot_confusion(matrix: pd.DataFrame, title: str) -> bytes:
     return figure_png(fig)
 
 
-def sample_indices(num_frames: int, count: int = 8) -> list[int]:
-    """``count`` frame indices spread evenly from the first frame to the last."""
-    if num_frames <= 0:
-        return []
-    return sorted({int(round(i)) for i in np.linspace(0, num_frames - 1, min(count, num_frames))})
-
-
 def plot_case_strip(frames: np.ndarray, indices: list[int], labels: dict | None) -> bytes:
     """Sampled frames captioned with the commanded / detected action into them, and below
     a timeline of translation / rotation hits over every frame transition. ``frames[k]`` is

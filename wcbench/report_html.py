@@ -11,9 +11,12 @@ import math
 from html import escape
 from pathlib import Path
 
+import numpy as np
+
 from wcbench import plots
 from wcbench.report import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
                             per_clip_curves, top_confusions, vq_digits)
+from wcbench.strip import load_strip, sample_indices, strip_path, thumbnail
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
@@ -253,19 +256,13 @@ def _examples_section(results_dir: Path, records: list[dict], per_side: int = 1)
 
 
 def _case_card(results_dir: Path, tag: str, record: dict) -> str:
-    from wcbench.video import read_frames_at
-
     digits = vq_digits([record.get("vq")])
     metrics = " · ".join(f"{m} {format_value(record.get(m), digits if m == 'vq' else 3)}" for m in METRICS)
     title = (f"<h3>{tag}: {escape(record['id'])}</h3>"
              f"<p class='muted'>script <code>{escape(str(record.get('script')))}</code> · {metrics}</p>")
-    video = record.get("video")
     try:
-        if not video:
-            raise FileNotFoundError("the record names no video")
-        path = Path(video) if Path(video).is_absolute() else results_dir / video
-        indices = plots.sample_indices(int(record["num_frames"]))
-        frames = read_frames_at(path, indices)  # only the frames shown, never the whole video
+        indices = sample_indices(int(record["num_frames"]))
+        frames = _strip_frames(results_dir, record, indices)
         strip = _img(plots.plot_case_strip(frames, indices, record.get("labels")), f"frames of {record['id']}")
     except (OSError, ValueError) as err:
         strip = f"<p class='muted'>Frames not shown: {escape(str(err))}</p>"
@@ -273,6 +270,21 @@ def _case_card(results_dir: Path, tag: str, record: dict) -> str:
     path_img = _img(plots.plot_paths(paths.get("commanded"), paths.get("estimated")), f"paths of {record['id']}")
     return (f"<div class='card'>{title}{strip}<div class='row'><div class='fit'>{path_img}</div>"
             f"<div>{_runs_table(record)}</div></div></div>")
+
+
+def _strip_frames(results_dir: Path, record: dict, indices: list[int]):
+    """The strip's frames: those stored while the video was scored (:mod:`wcbench.strip`), else
+    decoded from the video (the frames shown only, never the whole video held)."""
+    from wcbench.video import read_frames_at
+
+    stored = load_strip(strip_path(results_dir, record["id"]), record)
+    if stored is not None:
+        return stored
+    video = record.get("video")
+    if not video:
+        raise FileNotFoundError("the record names no video")
+    path = Path(video) if Path(video).is_absolute() else results_dir / video
+    return np.stack([thumbnail(frame) for frame in read_frames_at(path, indices)])
 
 
 def _runs_table(record: dict) -> str:

@@ -36,6 +36,7 @@ from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.storage import read_json, write_json, write_text
+from wcbench.strip import StripFrames, save_strip, strip_path
 from wcbench.suite import Case, Suite
 from wcbench.video import video_writer
 
@@ -183,9 +184,11 @@ def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
 
 def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers,
                        writer: Any, on_clip: Callable[[], None] | None = None,
-                       placement: Placement = Placement()) -> tuple[dict, dict, Any]:
+                       placement: Placement = Placement(),
+                       strip: StripFrames | None = None) -> tuple[dict, dict, Any]:
     """Drive the model through one case, appending each clip to ``writer`` and scoring it as it
-    comes; returns (score fields, timing, the case's world)."""
+    comes (and keeping the report's strip frames in ``strip``); returns (score fields, timing,
+    the case's world)."""
     generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}",
                                 placement)
     world = generation.world
@@ -198,6 +201,8 @@ def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConf
         elif on_clip:
             on_clip()
         writer.write(frames)
+        if strip is not None:
+            strip.add(frames)
         started = time.perf_counter()
         scorer.add(frames)
         score_s += time.perf_counter() - started
@@ -217,9 +222,11 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
                               "if_rot_acc": None, "vq": None, "vq_raw": None, "per_clip": []}
     video_path = out_dir / "videos" / f"{case.id}.avi"
     log_path = out_dir / "cases" / f"{case.id}.log"
+    strip = StripFrames(case.num_frames)
     try:
         with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
-            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip, placement)
+            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip, placement,
+                                                       strip)
     except ModelFailure as err:
         write_text(log_path, err.trace)
         record["error"] = f"{err} (traceback: cases/{log_path.name})"
@@ -230,6 +237,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
     record.update(fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
                   video_sha256=sha256_file(video_path), timing=timing)
+    save_strip(strip_path(out_dir, case.id), strip, record["video_sha256"])  # before run_suite writes the record
     return record
 
 

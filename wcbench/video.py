@@ -6,17 +6,24 @@ Stored videos are FFV1 (lossless), so re-scoring a stored video gives the same n
 Both directions stream: :class:`VideoSource` decodes one frame at a time and
 :func:`video_writer` encodes clip by clip, so memory does not grow with a video's length.
 :func:`read_video` still returns a whole video as one array, for short clips.
+
+Decoding is as costly as scoring (FFV1 at 480x832: about 20 ms of CPU a frame), so a
+:class:`VideoSource` decodes in a background thread a few frames ahead of its reader: OpenCV
+releases the GIL while it decodes, so on two cores decoding overlaps the scoring of the frames
+before.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import re
 import sys
 import tempfile
-from contextlib import contextmanager
+import threading
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import cv2
 import numpy as np
@@ -27,6 +34,9 @@ VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv", ".mov", ".webm")
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 # FFmpeg's log lines look like "[h264 @ 0x55d1c0a3b2c0] error while decoding MB 3 7".
 _FFMPEG_LINE = re.compile(r"^\[[\w\-. ]+ @ (0x)?[0-9a-fA-F]+\]")
+PREFETCH_FRAMES = 4  # decoded frames a VideoSource holds ready (about 5 MB at 480x832)
+_STDERR = threading.Lock()  # descriptor 2 is the process's: one decoder points it elsewhere at a time
+T = TypeVar("T")
 
 
 class VideoReadError(ValueError):
@@ -62,8 +72,8 @@ class _DecoderLog:
 
     FFmpeg reports corrupt packets only on the process's stderr (file descriptor 2), not
     through OpenCV's API, so descriptor 2 points at a scratch file during each ``read()``; its
-    FFmpeg lines are kept and anything else is passed on to the real stderr. Not thread-safe:
-    one decoding thread at a time.
+    FFmpeg lines are kept and anything else (another thread's output, a progress bar) is
+    passed on to the real stderr byte for byte. Decoders in several threads take turns.
     """
 
     def __init__(self) -> None:
@@ -72,19 +82,20 @@ class _DecoderLog:
 
     @contextmanager
     def capturing(self) -> Iterator[None]:
-        sys.stderr.flush()
-        try:
-            saved = os.dup(2)
-        except OSError:  # no stderr at all: FFmpeg has nowhere to complain either
-            yield
-            return
-        os.dup2(self._scratch.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            self._collect()
+        with _STDERR:
+            sys.stderr.flush()
+            try:
+                saved = os.dup(2)
+            except OSError:  # no stderr at all: FFmpeg has nowhere to complain either
+                yield
+                return
+            os.dup2(self._scratch.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                self._collect()
 
     def _collect(self) -> None:
         if os.fstat(self._scratch.fileno()).st_size == 0:
@@ -94,10 +105,13 @@ class _DecoderLog:
         self._scratch.seek(0)
         self._scratch.truncate()
         other = []
-        for line in text.splitlines():
-            (self.messages if _FFMPEG_LINE.match(line) else other).append(line)
+        for line in text.splitlines(keepends=True):
+            if _FFMPEG_LINE.match(line):
+                self.messages.append(line.rstrip("\r\n"))
+            else:
+                other.append(line)
         if other:
-            os.write(2, ("\n".join(other) + "\n").encode())
+            os.write(2, "".join(other).encode())
 
     def close(self) -> None:
         self._scratch.close()
@@ -156,16 +170,17 @@ class VideoSource:
             capture.release()
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        frames = self._folder_frames() if self.path.is_dir() else self._file_frames()
         shape = None
         count = 0
-        for frame in frames:
-            if shape is not None and frame.shape != shape:
-                raise VideoReadError(f"{self.path}: frame {count} is {frame.shape[1]}x{frame.shape[0]}, "
-                                     f"earlier frames are {shape[1]}x{shape[0]}")
-            shape = frame.shape
-            count += 1
-            yield frame
+        make = self._folder_frames if self.path.is_dir() else self._file_frames
+        with closing(prefetched(make, PREFETCH_FRAMES)) as frames:  # a reader that stops early stops the thread
+            for frame in frames:
+                if shape is not None and frame.shape != shape:
+                    raise VideoReadError(f"{self.path}: frame {count} is {frame.shape[1]}x{frame.shape[0]}, "
+                                         f"earlier frames are {shape[1]}x{shape[0]}")
+                shape = frame.shape
+                count += 1
+                yield frame
         if count == 0:
             raise VideoReadError(f"{self.path}: the video holds no readable frames")
 
@@ -189,6 +204,51 @@ class VideoSource:
             log.close()
 
 
+def prefetched(make: Callable[[], Iterator[T]], depth: int) -> Iterator[T]:
+    """The items of ``make()``, produced in a background thread up to ``depth`` ahead.
+
+    The iterator is made, run and closed (its ``finally`` blocks) in that thread; its exception
+    is raised here, at the item where it happened. Stopping early (``break``, an error in the
+    caller) stops the thread, at the latest after the item it is producing.
+    """
+    items: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(kind: str, value: object) -> bool:
+        while not stop.is_set():
+            try:
+                items.put((kind, value), timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            with closing(make()) as source:
+                for item in source:
+                    if not put("item", item):
+                        return
+        except BaseException as err:  # noqa: BLE001 - handed to the reader, who raises it
+            put("error", err)
+            return
+        put("end", None)
+
+    thread = threading.Thread(target=produce, name="wcbench-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join()
+
+
 def read_video(path: str | Path) -> np.ndarray:
     """Read a whole video file or folder of numbered frames as (T, H, W, 3) uint8 RGB.
 
@@ -197,9 +257,14 @@ def read_video(path: str | Path) -> np.ndarray:
 
 
 def read_frames_at(path: str | Path, indices: list[int]) -> np.ndarray:
-    """Only the frames at ``indices`` (sorted, distinct) of a video, decoding through it once."""
+    """Only the frames at ``indices`` (sorted, distinct) of a video, decoding up to the last of them once."""
     wanted = set(indices)
-    kept = {i: frame for i, frame in enumerate(VideoSource(path)) if i in wanted}
+    kept = {}
+    for i, frame in enumerate(VideoSource(path)):
+        if i in wanted:
+            kept[i] = frame
+        if i >= max(wanted, default=-1):
+            break
     missing = sorted(wanted - set(kept))
     if missing:
         raise VideoReadError(f"{path}: has no frame {missing[0]} (it holds {max(kept, default=-1) + 1} or fewer)")
