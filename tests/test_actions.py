@@ -7,7 +7,7 @@ import pytest
 
 from wcbench.actions import (
     NUM_LABELS, NUM_ROTATION, Action, ScriptError, StepSizes, Thresholds, classify_relative_pose,
-    clip_step_ranges, frames_for_latents, label_name, latents_for_frames, load_worldplay_json,
+    clip_step_ranges, frames_for_latents, label_hits, label_name, latents_for_frames, load_worldplay_json,
     parse_script, relative_pose, rot_x, rot_y, save_worldplay_json, script_from_steps,
     script_trajectory, step_labels_from_latent_poses, step_of_frame, intrinsics_from_fov,
 )
@@ -177,3 +177,15 @@ def test_worldplay_json_bad_input(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="bad.json"):
         load_worldplay_json(path)
+
+
+def test_label_hits_split_full_translation_and_rotation():
+    def label(text: str) -> int:
+        return parse_script(f"{text}-1").step_actions()[0].label
+
+    commanded = [label("w+left"), label("w+left"), label("w+left"), label("none")]
+    detected = [label("w+left"), label("w"), label("left"), label("a+up")]
+    full, trans, rot = label_hits(commanded, detected)
+    assert full.tolist() == [True, False, False, False]
+    assert trans.tolist() == [True, True, False, False]
+    assert rot.tolist() == [True, False, True, False]

@@ -120,6 +120,14 @@ class Action:
         return cls(forward, right, yaw, pitch)
 
 
+def label_hits(commanded: np.ndarray, detected: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hit rule, per transition: (full label, translation part, rotation part) of ``detected``
+    equal to ``commanded`` (arrays of full labels). Scoring, submissions and reports all use it."""
+    commanded, detected = np.asarray(commanded), np.asarray(detected)
+    return (detected == commanded, detected // NUM_ROTATION == commanded // NUM_ROTATION,
+            detected % NUM_ROTATION == commanded % NUM_ROTATION)
+
+
 def label_name(label: int) -> str:
     """Human-readable name of a full label, e.g. ``forward | yaw-left``."""
     return f"{TRANSLATION_LABELS[label // NUM_ROTATION]} | {ROTATION_LABELS[label % NUM_ROTATION]}"

@@ -22,7 +22,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from wcbench.actions import NUM_ROTATION
+from wcbench.actions import label_hits
 from wcbench.storage import read_json, write_text
 
 TOLERANCE = 1e-9
@@ -52,9 +52,7 @@ def _recompute_case(record: dict, where: str) -> None:
         raise SubmissionError(f"{where}: stored labels do not cover the video's {record.get('num_frames')} frames")
     if record.get("mode", "default") != "default":
         return  # compat hits depend on three thresholds; only default mode is recomputed from labels
-    hits = {"if_acc": detected == commanded,
-            "if_trans_acc": detected // NUM_ROTATION == commanded // NUM_ROTATION,
-            "if_rot_acc": detected % NUM_ROTATION == commanded % NUM_ROTATION}
+    hits = dict(zip(("if_acc", "if_trans_acc", "if_rot_acc"), label_hits(commanded, detected)))
     for key, hit in hits.items():
         per_clip = [float(hit[c["frames"][0] - 1:c["frames"][1]].mean()) for c in record["per_clip"]]
         if not _close(per_clip, [c[key] for c in record["per_clip"]]):

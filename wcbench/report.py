@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from wcbench.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_name
+from wcbench.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_hits, label_name
 from wcbench.storage import read_json, write_json, write_text
 
 TRACK_ORDER = ("basic", "combined")
@@ -314,11 +314,11 @@ def command_runs(labels: dict) -> pd.DataFrame:
             continue
         cmd, det = commanded[start:end], detected[start:end]
         values, counts = np.unique(det, return_counts=True)
+        full, trans, rot = label_hits(cmd, det)
         rows.append({"first": start + 1, "last": end, "commanded": int(cmd[0]),
                      "detected_most": int(values[np.argmax(counts)]), "transitions": end - start,
-                     "if_acc": float((cmd == det).mean()),
-                     "if_trans_acc": float((cmd // NUM_ROTATION == det // NUM_ROTATION).mean()),
-                     "if_rot_acc": float((cmd % NUM_ROTATION == det % NUM_ROTATION).mean())})
+                     "if_acc": float(full.mean()), "if_trans_acc": float(trans.mean()),
+                     "if_rot_acc": float(rot.mean())})
         start = end
     return pd.DataFrame(rows, columns=["first", "last", "commanded", "detected_most", "transitions",
                                        "if_acc", "if_trans_acc", "if_rot_acc"])

@@ -27,6 +27,7 @@ import numpy as np
 
 from wcbench.actions import (
     FRAMES_PER_LATENT,
+    label_hits,
     NUM_ROTATION,
     Script,
     Thresholds,
@@ -100,9 +101,8 @@ def _compat_hits(poses: np.ndarray, commanded: np.ndarray) -> tuple[np.ndarray, 
     most translation hits (the first on a tie). Returns (full, translation, rotation)."""
     labels = np.stack([detected_labels(poses, Thresholds(threshold, COMPAT_ROTATION_DEG))
                        for threshold in COMPAT_TRANSLATION_THRESHOLDS])  # (thresholds, transitions)
-    full_all = labels == commanded[None]
-    trans_all = labels // NUM_ROTATION == commanded[None] // NUM_ROTATION
-    rot = labels[0] % NUM_ROTATION == commanded % NUM_ROTATION
+    full_all, trans_all, rot_all = label_hits(commanded[None], labels)
+    rot = rot_all[0]  # rotation labels do not depend on the translation threshold
     full, trans = np.zeros_like(rot), np.zeros_like(rot)
     for start in range(0, len(commanded), FRAMES_PER_LATENT):
         chunk = slice(start, start + FRAMES_PER_LATENT)
@@ -136,9 +136,7 @@ def score_following(poses: np.ndarray, script: Script, thresholds: Thresholds,
     commanded = commanded_labels(script)
     detected = detected_labels(poses, thresholds)
     if mode == "default":
-        full = detected == commanded
-        trans = detected // NUM_ROTATION == commanded // NUM_ROTATION
-        rot = detected % NUM_ROTATION == commanded % NUM_ROTATION
+        full, trans, rot = label_hits(commanded, detected)
     else:
         full, trans, rot = _compat_hits(poses, commanded)
     clips = tuple(
