@@ -94,7 +94,8 @@ def bench_synthetic(estimator, args) -> dict:
     for family in args.families:
         print(f"\n== {family}: held-out renders (seeds {args.first_seed}-{args.first_seed + args.seeds - 1} per "
               f"track, {args.steps} latent steps each) ==")
-        print(f"{'size':>5} {'track':>9} {'variant':>8} {'full':>7} {'transl':>7} {'rotat':>7} {'trans.':>7} {'s/video':>8}")
+        print(f"{'size':>5} {'track':>9} {'variant':>8} {'full':>7} {'transl':>7} {'rotat':>7} {'trans.':>7} "
+              f"{'s/video':>8}")
         for size in args.sizes:
             for track in args.tracks:
                 videos = [render_case(args.first_seed + i, track, args.steps, size, family) for i in range(args.seeds)]
@@ -139,7 +140,8 @@ def bench_leave_one_family_out(estimator, clean_estimates: dict, args) -> None:
         others = [f for f in SCENE_FAMILIES if f != family and f in per_family]
         thresholds = calibrate([e for f in others for e in per_family[f][0]],
                                [s for f in others for s in per_family[f][1]]).thresholds
-        hits = np.concatenate([accuracy(estimate, actions, thresholds) for estimate, actions in clean_estimates[family]])
+        hits = np.concatenate([accuracy(estimate, actions, thresholds)
+                               for estimate, actions in clean_estimates[family]])
         mean = hits.mean(axis=0)
         print(f"{family:>9} {thresholds.translation:>12.5f} {thresholds.rotation_deg:>9.3f} "
               f"{mean[0]:>7.4f} {mean[1]:>7.4f} {mean[2]:>7.4f}")
@@ -232,7 +234,8 @@ def bench_speed(name: str, workers: list[int], options: dict) -> None:
         # On a shared machine the wall time includes waiting for a core; with one worker thread
         # the CPU time is what an idle machine's wall time would be.
         print(f"{name} with {count} worker thread(s): {seconds:.2f} s = {len(decoded) / seconds:.0f} frames/s wall, "
-              f"{cpu:.2f} s = {len(decoded) / cpu:.0f} frames/s of CPU time ({seconds / decode_s:.2f}x the decode time)")
+              f"{cpu:.2f} s = {len(decoded) / cpu:.0f} frames/s of CPU time "
+              f"({seconds / decode_s:.2f}x the decode time)")
 
 
 def main() -> None:

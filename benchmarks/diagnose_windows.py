@@ -65,7 +65,8 @@ def main() -> None:
     gate = estimator.moving_gate(matches)
     print(f"{args.family} scene {args.seed}, {args.track}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
     print(f"{'window':>6} {'commanded':<24} {'hit':>4} {'tracks':>6} {'moving':>6} {'err@truth px':>12} "
-          f"{'cost found':>10} {'cost truth':>10}" + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit is not None else ""))
+          f"{'cost found':>10} {'cost truth':>10}"
+          + (f" {'kept':>5} {'hit w/o':>7}" if args.drop_misfit is not None else ""))
     for index, ((first, last), match) in enumerate(zip(windows, matches)):
         rel = relative_pose(truth[first], truth[last])
         R_true, t_true = rel[:3, :3], rel[:3, 3] / np.linalg.norm(rel[:3, 3])

@@ -33,7 +33,8 @@ from wcbench.pose.calibration import (
 SCRIPTS = ["w-2, left-2, none-1", "d+up-2, s+right-2, none-1", "a-1, down-2, w+left-2"]
 
 
-def noisy_estimate(script: str, seed: int, translation_noise: float = 0.002, rotation_noise: float = 0.1) -> PoseEstimate:
+def noisy_estimate(script: str, seed: int, translation_noise: float = 0.002,
+                   rotation_noise: float = 0.1) -> PoseEstimate:
     """True per-frame motion of ``script`` plus per-transition noise, chained into poses."""
     rng = np.random.default_rng(seed)
     truth = script_trajectory(parse_script(script), StepSizes(0.05, 0.75))
@@ -111,7 +112,8 @@ def test_calibration_videos_small_spec():
     actions = clean.commanded()
     assert len(actions) == 12 and all(a.label == 0 for a in actions[-4:])
     assert all(a.is_translation and a.is_rotation for a in actions[:8])  # combined track
-    assert videos[2].case.steps.translation == pytest.approx(0.075) and videos[2].case.steps.degrees == pytest.approx(1.125)
+    assert videos[2].case.steps.translation == pytest.approx(0.075)
+    assert videos[2].case.steps.degrees == pytest.approx(1.125)
 
 
 def test_calibration_cases_cover_every_family_and_drive_like_a_car():

@@ -82,7 +82,8 @@ def test_blockiness_sees_the_grid_not_the_content(room):
     assert abs(vq_terms.compute_blockiness(gray)) < 0.1
     assert vq_terms.compute_blockiness(compressed) > 0.5
     # Coarser compression, stronger block edges: no ceiling.
-    assert vq_terms.compute_blockiness(vq_terms.to_gray(damage(room[:1], "jpeg", 5))[0]) > vq_terms.compute_blockiness(compressed)
+    coarser = vq_terms.to_gray(damage(room[:1], "jpeg", 5))[0]
+    assert vq_terms.compute_blockiness(coarser) > vq_terms.compute_blockiness(compressed)
     # The same blocks 4 pixels off the grid are content, not codec blocks.
     assert vq_terms.compute_blockiness(compressed[4:, 4:]) < 0.1
 
@@ -90,7 +91,8 @@ def test_blockiness_sees_the_grid_not_the_content(room):
 def test_colour_shift_reads_a_cast_whatever_the_content(room):
     every = np.arange(len(room))
     steady = vq_terms.compute_colour_shift(room, every)
-    assert steady[0] == pytest.approx(0.0, abs=1e-9) and steady.max() < 0.05  # the camera moves; the colours it sees change
+    # the camera moves; the colours it sees change
+    assert steady[0] == pytest.approx(0.0, abs=1e-9) and steady.max() < 0.05
     cast = room.astype(np.float32) * np.array([1.1, 1.0, 0.9], np.float32)
     cast = np.concatenate([room[:1], np.clip(cast[1:], 0, 255).astype(np.uint8)])
     shifted = vq_terms.compute_colour_shift(cast, every)
@@ -197,7 +199,8 @@ def test_scores_are_deterministic_and_gray_scores_like_rgb(room, scorer):
     a, b = scorer.score(room), build_quality_scorer("default").score(room.copy())
     np.testing.assert_array_equal(a.per_frame, b.per_frame)
     gray = vq_terms.to_gray(room[:5])
-    np.testing.assert_allclose(scorer.score(gray).per_frame, scorer.score(np.repeat(gray[..., None], 3, axis=-1)).per_frame)
+    rgb = np.repeat(gray[..., None], 3, axis=-1)
+    np.testing.assert_allclose(scorer.score(gray).per_frame, scorer.score(rgb).per_frame)
     with pytest.raises(ValueError, match="uint8"):
         scorer.score(room.astype(np.float32))
 
@@ -215,7 +218,8 @@ def test_mean_vq_leaves_out_the_start_image(room, scorer):
 
 
 def test_registry_names_and_errors():
-    assert {"default", "default-drift", "hpsv3", "hpsv3-drift", "hpsv3-worldcompass"} <= set(available_quality_scorers())
+    expected = {"default", "default-drift", "hpsv3", "hpsv3-drift", "hpsv3-worldcompass"}
+    assert expected <= set(available_quality_scorers())
     with pytest.raises(ValueError, match="Did you mean 'default'"):
         build_quality_scorer("defualt")
     with pytest.raises(ValueError, match="unknown options"):

@@ -134,7 +134,8 @@ def test_family_setting_keeps_room_suites_and_cases_take_families_in_turn(tmp_pa
     mini = load_suite("wc-mini")
     assert load_suite(path).content_hash() == mini.content_hash()
     mixed_path = tmp_path / "mixed.yaml"
-    mixed_path.write_text("base: wc-mini\nresolution: [64, 48]\nscenes: {pack: synthetic, family: [room, terrain, street]}\n")
+    mixed_path.write_text("base: wc-mini\nresolution: [64, 48]\n"
+                          "scenes: {pack: synthetic, family: [room, terrain, street]}\n")
     mixed = load_suite(mixed_path)
     assert [scene_family(mixed, case) for case in mixed.cases[:4]] == ["room", "terrain", "street", "room"]
     worlds = [case_world(mixed, case) for case in mixed.cases[:3]]

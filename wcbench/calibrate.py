@@ -70,7 +70,8 @@ def run_calibration(args: argparse.Namespace, console: Console) -> int:
     out.print(table)
     th = result.thresholds
     acc = report["accuracy"]
-    out.print(f"thresholds: translation {th.translation:.5g} ({result.translation.low:.4g}-{result.translation.high:.4g}), "
+    out.print(f"thresholds: translation {th.translation:.5g} "
+              f"({result.translation.low:.4g}-{result.translation.high:.4g}), "
               f"rotation {th.rotation_deg:.4g} deg ({result.rotation.low:.3g}-{result.rotation.high:.3g}), "
               f"secondary ratio {th.secondary_ratio:.3g}; accuracy full {acc['full']:.4f} "
               f"translation {acc['translation']:.4f} rotation {acc['rotation']:.4f} over {report['transitions']} "

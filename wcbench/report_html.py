@@ -234,7 +234,8 @@ def _confusion_section(records: list[dict]) -> str:
     return ("<h2>What the model did instead</h2><p class='muted'>Rows: the commanded action, columns: the "
             "action detected in the video, over all frame transitions. A strong diagonal is good; colour is the "
             "share of each commanded row, numbers are counts.</p>"
-            f"<div class='row'><div class='card'>{_img(plots.plot_confusion(translation, 'translation'), 'translation')}"
+            f"<div class='row'><div class='card'>"
+            f"{_img(plots.plot_confusion(translation, 'translation'), 'translation')}"
             f"</div><div class='card'>{_img(plots.plot_confusion(rotation, 'rotation'), 'rotation')}</div></div>"
             f"<h3>Most frequent confusions of the full 81-class label</h3>{top_table}")
 

@@ -283,7 +283,8 @@ class OpenCVPoseEstimator:
 
     def estimate_windows(self, video: WorkingVideo, K: np.ndarray) -> list[WindowMotion]:
         """Window motions of a working-size video, one per :func:`latent_windows`."""
-        jobs = [(video.tracked[first:last + 1], video.plain[first]) for first, last in latent_windows(len(video.tracked))]
+        jobs = [(video.tracked[first:last + 1], video.plain[first])
+                for first, last in latent_windows(len(video.tracked))]
         # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:

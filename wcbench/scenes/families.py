@@ -183,9 +183,11 @@ def _terrain_object(rng: np.random.Generator, kind: str, centre: np.ndarray, gro
     crown = rng.uniform(0.7, 1.6)
     crown_top = trunk_top - rng.uniform(1.2, 2.5)
     return [
-        (np.array([centre[0] - 0.15, trunk_top, centre[2] - 0.15]), np.array([centre[0] + 0.15, ground_y, centre[2] + 0.15]),
+        (np.array([centre[0] - 0.15, trunk_top, centre[2] - 0.15]),
+         np.array([centre[0] + 0.15, ground_y, centre[2] + 0.15]),
          texture),
-        (np.array([centre[0] - crown, crown_top, centre[2] - crown]), np.array([centre[0] + crown, trunk_top, centre[2] + crown]),
+        (np.array([centre[0] - crown, crown_top, centre[2] - crown]),
+         np.array([centre[0] + crown, trunk_top, centre[2] + crown]),
          int(rng.integers(4, num_textures))),
     ]
 
@@ -232,7 +234,8 @@ def build_street(seed: int, keep_free: np.ndarray | None = None, clearance: floa
             xs = sorted((inner, inner + side * depth))
             lo, hi = np.array([xs[0], top, z]), np.array([xs[1], ground_y, z + length])
             if _is_clear(points, lo, hi, clearance):
-                boxes.append(Box(lo, hi, texture=int(rng.integers(3, len(textures))), tile=float(rng.uniform(1.0, 3.0))))
+                texture, tile = int(rng.integers(3, len(textures))), float(rng.uniform(1.0, 3.0))
+                boxes.append(Box(lo, hi, texture=texture, tile=tile))
             z += length + (rng.uniform(6.0, 10.0) if rng.random() < 0.15 else rng.uniform(0.0, 1.0))
     boxes += _kerb_objects(rng, points, left, right, near_z, far_z, ground_y, clearance, len(textures))
     caption = f"a street between rows of buildings under a {sky_words} sky"
