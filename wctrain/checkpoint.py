@@ -43,6 +43,18 @@ class TrainingState:
         self.label_accuracy = np.asarray(state["label_accuracy"], dtype=float)
 
 
+def publish_checkpoint(folder: Path, final: Path, run_dir: Path, keep: int = KEEP_CHECKPOINTS) -> None:
+    """Move the complete checkpoint ``folder`` to ``final``, point ``run_dir/latest`` at it and
+    drop all but the newest ``keep`` checkpoints named like it (``<kind>-<step>``)."""
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(folder, final)
+    write_text(run_dir / "latest", final.name + "\n")
+    kind = final.name.rsplit("-", 1)[0]
+    for old in sorted(final.parent.glob(f"{kind}-*"))[:-keep]:
+        shutil.rmtree(old)
+
+
 def save_checkpoint(accelerator, run_dir: Path, step: int) -> Path:
     """Every rank calls this; rank 0 moves the finished folder into place and prunes old ones."""
     folders = run_dir / "checkpoints"
@@ -53,12 +65,7 @@ def save_checkpoint(accelerator, run_dir: Path, step: int) -> Path:
     accelerator.save_state(str(partial))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(partial, final)
-        write_text(run_dir / "latest", final.name + "\n")
-        for old in sorted(folders.glob("step-*"))[:-KEEP_CHECKPOINTS]:
-            shutil.rmtree(old)
+        publish_checkpoint(partial, final, run_dir)
     accelerator.wait_for_everyone()
     return final
 

@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -39,8 +38,9 @@ from torch import nn
 from wcbench.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
     script_trajectory
 from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
-from wcbench.storage import write_json, write_text
+from wcbench.storage import write_json
 from wcbench.suite import Suite, generate_script, load_suite
+from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
 from wctrain.models.registry import build_trainable, load_weights, save_model
 from wctrain.models.base import draw_noise
@@ -259,12 +259,7 @@ def save_checkpoint(run_dir: Path, state: TrainState, spec: str, options: dict, 
     torch.save({"optimizer": state.optimizer.state_dict(), "step": state.step, "elapsed_s": state.elapsed_s,
                 "batch_rng": state.batch_rng.bit_generator.state,
                 "noise_generator": state.noise_generator.get_state()}, tmp / "training_state.pt")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    write_text(run_dir / "latest", final.name + "\n")
-    for old in sorted(run_dir.glob("checkpoint-*"))[:-keep]:
-        shutil.rmtree(old)
+    publish_checkpoint(tmp, final, run_dir, keep)
     return final
 
 
