@@ -27,7 +27,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     Action,
     StepSizes,
     classify_relative_pose,
@@ -50,7 +50,7 @@ from wcbench.pose.calibration import (
 )
 from wcbench.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
 from wcbench.suite import generate_script
-from wcbench.video import read_video, write_video
+from wcbench.core.video import read_video, write_video
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005

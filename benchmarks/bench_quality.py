@@ -40,7 +40,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.actions import StepSizes
+from wcbench.core.actions import StepSizes
 from wcbench.pose.calibration import MotionCase
 from wcbench.scenes.synthetic import SCENE_FAMILIES, camera_setup
 from wcbench.scoring import vq_terms
@@ -69,7 +69,7 @@ def family_videos(family: str, seeds: list[int], size: int = 160) -> dict[str, n
     if family == "texture":
         return {f"texture-{s}": texture_video(s, size, size, 25) for s in seeds}
     if family == "real":
-        from wcbench.video import read_video
+        from wcbench.core.video import read_video
 
         cases = sorted(p.name for p in REALVID.iterdir() if p.is_dir()) if REALVID.exists() else []
         return {case: read_video(REALVID / case) for case in cases}
@@ -153,7 +153,7 @@ def bench_costs(sizes: list[tuple[int, int]], repeats: int) -> None:
 def clip_seconds(frames: np.ndarray, script: str, fov_deg: float) -> tuple[float, float]:
     """CPU seconds the camera estimator and the quality scorer take over every clip of
     ``frames``, each clip cut and scored as ``wcbench score`` does (``wcbench.scoring.case``)."""
-    from wcbench.actions import clip_step_ranges, parse_script as parse
+    from wcbench.core.actions import clip_step_ranges, parse_script as parse
     from wcbench.pose import build_estimator
     from wcbench.scoring.case import Scorers, clip_view, score_clip_following, score_clip_quality
 
@@ -172,7 +172,7 @@ def clip_seconds(frames: np.ndarray, script: str, fov_deg: float) -> tuple[float
 
 def decode_seconds(path: Path) -> float:
     """CPU seconds (all threads) that decoding the whole video takes, as ``wcbench score`` decodes it."""
-    from wcbench.video import VideoSource
+    from wcbench.core.video import VideoSource
 
     start = time.process_time()
     for _ in VideoSource(path):
@@ -181,7 +181,7 @@ def decode_seconds(path: Path) -> float:
 
 
 def bench_score(repeats: int) -> None:
-    from wcbench.video import write_video
+    from wcbench.core.video import write_video
 
     script = "w+left-30, d+right-30, s+up-35"  # 95 latent steps: 381 frames
     print("\n== wcbench score: one 381-frame 480x832 video, 2 cores ==")

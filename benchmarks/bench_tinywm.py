@@ -18,7 +18,7 @@ import time
 import numpy as np
 import torch
 
-from wcbench.actions import clip_step_ranges
+from wcbench.core.actions import clip_step_ranges
 from wcbench.runner import generate_case
 from wcbench.suite import load_suite
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 import torch
 
-from wcbench.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
 from wcbench.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.quality import build_quality_scorer
 

@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from bench_estimator import HELD_OUT, accuracy
-from wcbench.actions import label_name, parse_script, relative_pose
+from wcbench.core.actions import label_name, parse_script, relative_pose
 from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows

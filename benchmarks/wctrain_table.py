@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from wcbench.report import load_records, summarize_group
-from wcbench.storage import read_json, write_text
+from wcbench.core.storage import read_json, write_text
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 import torch
 
-from wcbench.actions import script_from_steps
+from wcbench.core.actions import script_from_steps
 from wcbench.pose import build_estimator
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.actions import Action, label_name
+from wcbench.core.actions import Action, label_name
 from wcbench.report import confusion_matrix, load_records
 
 

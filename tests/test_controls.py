@@ -8,8 +8,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from wcbench import controls
-from wcbench.actions import (NUM_LABELS, Action, Thresholds, intrinsics_from_fov, load_worldplay_json,
+from wcbench.core import controls
+from wcbench.core.actions import (NUM_LABELS, Action, Thresholds, intrinsics_from_fov, load_worldplay_json,
                              parse_script, script_from_steps, script_trajectory, step_labels_from_latent_poses)
 from wcbench.cli import main
 from wcbench.models.base import build_model

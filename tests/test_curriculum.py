@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from wcbench.actions import NUM_LABELS, Action, parse_script
+from wcbench.core.actions import NUM_LABELS, Action, parse_script
 from wctrain.curriculum import (
     PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask, label_scores,
     update_label_accuracy,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from wcbench.actions import NUM_LABELS, Action
+from wcbench.core.actions import NUM_LABELS, Action
 from wctrain.exploration import Exploration, build_exploration, exploring, supports_exploration
 from wctrain.models.tinywm import TinyWM
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from wcbench.actions import Action, StepSizes, Thresholds, parse_script, script_trajectory, trajectory_from_actions
+from wcbench.core.actions import Action, StepSizes, Thresholds, parse_script, script_trajectory, trajectory_from_actions
 from wcbench.scoring.following import clip_transitions, score_following
 
 TH = Thresholds(translation=0.02, rotation_deg=0.3)

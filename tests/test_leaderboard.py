@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from wcbench import report
-from wcbench.actions import NUM_ROTATION
+from wcbench.core.actions import NUM_ROTATION
 from wcbench.cli import main
 from wcbench.leaderboard import SubmissionError, render_markdown, validate
-from wcbench.video import read_video, write_video
+from wcbench.core.video import read_video, write_video
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 import torch
 from PIL import Image
 
-from wcbench.actions import Action, parse_script, script_trajectory
+from wcbench.core.actions import Action, parse_script, script_trajectory
 from wcbench.cli import main
 from wcbench.models.base import CaseInfo, WholeVideoModel, build_model
 from wcbench.models.frames import FrameError, to_video

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.storage import FolderBusyError, folder_lock, write_json
+from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.suite import load_suite
-from wcbench.video import write_video
+from wcbench.core.video import write_video
 
 
 def snapshot(folder: Path) -> dict:
@@ -94,7 +94,7 @@ def test_a_busy_folder_is_refused(folders, capsys):
 
 
 def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom wcbench.storage import folder_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom wcbench.core.storage import folder_lock\n"
                                f"with folder_lock({str(tmp_path)!r}, 'holder'):\n"
                                "    print('locked', flush=True)\n    time.sleep(60)\n"],
                               stdout=subprocess.PIPE, text=True)

@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     StepSizes,
     Thresholds,
     classify_relative_pose,

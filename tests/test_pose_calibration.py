@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     StepSizes,
     Thresholds,
     classify_relative_pose,
@@ -146,7 +146,7 @@ def test_degradations():
 def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
     import numpy as np
 
-    from wcbench.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
+    from wcbench.core.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
     from wcbench.pose.calibration import diagonal_script
     from wcbench.suite import PITCH_LIMIT_DEG
 

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     StepSizes,
     camera_rotation,
     classify_relative_pose,
@@ -310,7 +310,7 @@ def _realvid_cases():
 @pytest.mark.skipif(not (REALVID / "manifest.csv").exists(), reason="shared/realvid is not present")
 @pytest.mark.parametrize("row", _realvid_cases(), ids=lambda row: row["id"])
 def test_real_footage_directions(estimator, row):
-    from wcbench.video import read_video
+    from wcbench.core.video import read_video
 
     frames = read_video(REALVID / row["video"])
     estimate = estimator.estimate(frames, fov_deg=float(row["fov_deg"]))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wcbench.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
 from wcbench.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import (
@@ -166,7 +166,7 @@ def test_every_damage_scores_below_clean(content, scorer, request):
 
 @pytest.mark.skipif(not REALVID.exists(), reason="../shared/realvid is absent")
 def test_real_footage_damage_scores_below_clean(scorer):
-    from wcbench.video import read_video
+    from wcbench.core.video import read_video
 
     frames = read_video(REALVID / "kitti00-left-turn")[:9]
     ordering = damage_orderings(scorer, frames, {"blur": (0.5,), "noise": (2,), "jpeg": (90,)})

@@ -14,9 +14,9 @@ import pytest
 from rich.console import Console
 
 from wcbench import report
-from wcbench.actions import Action, NUM_LABELS
-from wcbench.storage import read_json, write_json
-from wcbench.video import write_video
+from wcbench.core.actions import Action, NUM_LABELS
+from wcbench.core.storage import read_json, write_json
+from wcbench.core.video import write_video
 
 HEADER = {"version": "0.1.0", "estimator": {"name": "gt", "version": "1", "thresholds": {"translation": 0.01}},
           "quality": {"name": "sharpness", "version": "1"}, "mode": "default", "suite": "wc-test",

@@ -25,7 +25,7 @@ from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.strip import load_strip, sample_indices, strip_path
 from wcbench.suite import load_suite
-from wcbench.video import read_frames_at
+from wcbench.core.video import read_frames_at
 
 REPO = Path(__file__).resolve().parents[1]
 

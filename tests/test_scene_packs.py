@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.actions import intrinsics_from_fov
+from wcbench.core.actions import intrinsics_from_fov
 from wcbench.cli import main
 from wcbench.scenes import case_world
 from wcbench.scenes.packs import scene_family

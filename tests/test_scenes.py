@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from wcbench.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
 from wcbench.models.base import CaseInfo, available_models, build_model
 from wcbench.scenes.synthetic import build_scene, render, render_frames
 
@@ -82,7 +82,7 @@ def test_registry_errors():
 
 # ---------------------------------------------------------------- scene families
 
-from wcbench.actions import camera_rotation  # noqa: E402
+from wcbench.core.actions import camera_rotation  # noqa: E402
 from wcbench.scenes.synthetic import SCENE_FAMILIES, camera_setup, depth_map  # noqa: E402
 
 FAMILY_SCRIPT = parse_script("w-2, a+left-2, s+up-1")

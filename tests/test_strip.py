@@ -12,7 +12,7 @@ from wcbench import report, video
 from wcbench.cli import main
 from wcbench.report import load_records
 from wcbench.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
-from wcbench.video import read_frames_at, write_video
+from wcbench.core.video import read_frames_at, write_video
 
 SCRIPT = "d-2, right-3"  # 5 latent steps: 21 frames
 

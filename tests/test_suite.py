@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from wcbench.actions import parse_script
+from wcbench.core.actions import parse_script
 from wcbench.suite import PITCH_LIMIT_DEG, SuiteError, list_suites, load_suite
 
 

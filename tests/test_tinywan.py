@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from wcbench.actions import Action
+from wcbench.core.actions import Action
 from wctrain.exploration import Exploration, exploring, supports_exploration
 from wctrain.models.base import TrainableWorldModel, actions_to_tensor, sample_clip
 from wctrain.models.tinywan import SHIPPED_CHECKPOINT, TinyWan, load_tinywan

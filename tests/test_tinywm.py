@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from wcbench.actions import Action
+from wcbench.core.actions import Action
 from wcbench.models.base import WorldModel
 from wctrain.models.base import TrainableWorldModel, actions_to_tensor, sample_clip
 from wctrain.models.tinywm import TinyWM
@@ -224,7 +224,7 @@ def test_shipped_checkpoint_moves_the_picture_the_commanded_way():
     (measured by phase correlation on native 64x64 frames of an unseen scene)."""
     import cv2
 
-    from wcbench.actions import intrinsics_from_fov
+    from wcbench.core.actions import intrinsics_from_fov
     from wcbench.scenes.synthetic import build_scene
 
     scene = build_scene(seed=4242)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from wcbench.actions import Action
+from wcbench.core.actions import Action
 from wctrain.config import RLConfig
 from wctrain.loss import VelocityField, group_loss
 from wctrain.models.base import actions_to_tensor

@@ -12,11 +12,11 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.actions import parse_script
+from wcbench.core.actions import parse_script
 from wcbench.pose import build_estimator
 from wcbench.scoring.case import CaseScorer, Scorers, score_frames
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
+from wcbench.core.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
                            write_video)
 
 

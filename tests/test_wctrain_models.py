@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from wcbench.actions import Action
+from wcbench.core.actions import Action
 from wctrain.models.registry import available_models, build_trainable, load_trained, save_model
 
 PLUGINS = Path(__file__).parent / "plugins"

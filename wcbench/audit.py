@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.actions import Thresholds, parse_script
+from wcbench.core.actions import Thresholds, parse_script
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
-from wcbench.video import VideoReadError, VideoSource
+from wcbench.core.video import VideoReadError, VideoSource
 
 MIN_SAMPLE = 3
 SAMPLE_SHARE = 0.10

@@ -11,7 +11,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from wcbench.actions import StepSizes
+from wcbench.core.actions import StepSizes
 from wcbench.scenes.families import SCENE_FAMILIES
 
 

@@ -34,7 +34,7 @@ class UsageError(Exception):
 
 def load_config(overrides: list[str], name: str = "run") -> Any:
     """The checked settings of ``conf/<name>/<name>.yaml`` with ``key=value`` overrides."""
-    from wcbench.settings import SettingsError, load_settings
+    from wcbench.core.settings import SettingsError, load_settings
 
     try:
         return load_settings(overrides, name)
@@ -69,7 +69,7 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     """Merge the per-case records into results.json, summary.csv, cases.csv and report.html;
     print the table."""
     from wcbench import report
-    from wcbench.storage import write_json
+    from wcbench.core.storage import write_json
 
     records = report.load_records(out_dir)
     results = report.build_results(report.results_header({**header, **(extra or {})}), records)
@@ -179,7 +179,7 @@ def _claim(out_dir: Path, header: dict, accelerator: Any = None) -> Iterator[Non
     rank 0 of a sharded run; the other ranks learn whether it could and then check the claim
     themselves. A refusal is a UsageError (exit 2), with the folder untouched."""
     from wcbench.outdir import OutDirError, check_out_dir, claim_out_dir
-    from wcbench.storage import FolderBusyError
+    from wcbench.core.storage import FolderBusyError
 
     is_main = accelerator is None or accelerator.is_main_process
     with ExitStack() as stack:
@@ -238,7 +238,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from wcbench import report
-    from wcbench.storage import FolderBusyError, folder_lock
+    from wcbench.core.storage import FolderBusyError, folder_lock
 
     try:
         with folder_lock(Path(args.results_dir), "wcbench report"):
@@ -313,7 +313,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
-    from wcbench.controls import FORMATS
+    from wcbench.core.controls import FORMATS
 
     parser = argparse.ArgumentParser(prog="wcbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

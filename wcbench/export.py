@@ -3,7 +3,7 @@ pipeline, and a manifest to score them with ``wcbench score`` afterwards.
 
 Per case ``DIR/<id>/``: ``start.png``, ``prompt.txt``, ``script.txt``, ``labels.json``
 (the commanded label of every frame transition) and the script in each requested native
-control format (:mod:`wcbench.controls`): ``pose.json`` (WorldPlay, one entry per latent,
+control format (:mod:`wcbench.core.controls`): ``pose.json`` (WorldPlay, one entry per latent,
 the default), ``matrix_game.json`` (per-frame keyboard and mouse arrays) and
 ``text_actions.json`` (key/camera strings and action sentences). Each case folder is built
 under a temporary name and renamed when complete, a format asked for later is added to the
@@ -22,11 +22,11 @@ from typing import Callable, Sequence
 
 import cv2
 
-from wcbench import controls
-from wcbench.actions import intrinsics_from_fov, label_name, script_trajectory
+from wcbench.core import controls
+from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
 from wcbench.scenes import case_world
 from wcbench.scoring.following import commanded_labels
-from wcbench.storage import write_json, write_text
+from wcbench.core.storage import write_json, write_text
 from wcbench.suite import Case, Suite
 
 

@@ -22,8 +22,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from wcbench.actions import label_hits
-from wcbench.storage import read_json, write_text
+from wcbench.core.actions import label_hits
+from wcbench.core.storage import read_json, write_text
 
 TOLERANCE = 1e-9
 _HEADER_KEYS = ("version", "estimator", "quality", "mode", "suite", "suite_hash", "model", "config_hash",

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Callable
 
 import wcbench
-from wcbench.actions import ScriptError, StepSizes, parse_script, script_trajectory
+from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
 from wcbench.runner import RunConfig, config_hash
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
-from wcbench.storage import read_json, write_json
+from wcbench.core.storage import read_json, write_json
 from wcbench.strip import StripFrames, save_strip, strip_path
 from wcbench.suite import Suite, SuiteError, load_suite
-from wcbench.video import VideoReadError, VideoSource
+from wcbench.core.video import VideoReadError, VideoSource
 
 REQUIRED = ("id", "video", "actions")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from wcbench.storage import LOCK_NAME, folder_lock, read_json, write_json
+from wcbench.core.storage import LOCK_NAME, folder_lock, read_json, write_json
 
 IDENTITY_FILE = "run.json"
 # Per command: the key of its input's hash and what to call that input in a message.

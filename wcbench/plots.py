@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from wcbench.actions import Action
+from wcbench.core.actions import Action
 
 HIT_COLOUR, MISS_COLOUR = "#2e9d5b", "#d64541"
 # Colour per track, line style per horizon: groups stay distinguishable in the curves.

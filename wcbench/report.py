@@ -18,8 +18,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from wcbench.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_hits, label_name
-from wcbench.storage import read_json, write_json, write_text
+from wcbench.core.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_hits, label_name
+from wcbench.core.storage import read_json, write_json, write_text
 
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")
@@ -259,7 +259,7 @@ def confusion_matrix(records: list[dict], kind: str = "full") -> pd.DataFrame:
     """Counts of commanded (rows) vs detected (columns) labels over all ok cases' transitions.
 
     ``kind`` "translation"/"rotation" gives 9x9 over those label names; "full" gives 81x81
-    over :func:`wcbench.actions.label_name` names. Every label gets a row and a column.
+    over :func:`wcbench.core.actions.label_name` names. Every label gets a row and a column.
     """
     if kind not in CONFUSION_KINDS:
         raise ValueError(f"confusion kind {kind!r}: choose one of {', '.join(CONFUSION_KINDS)}")
@@ -387,7 +387,7 @@ def strip_record(record: dict) -> dict:
 def results_header(header: dict) -> dict:
     """A run's header for results.json, stamped with the schema version and the environment
     (package versions, hardware, time) it is written in."""
-    from wcbench.environment import environment
+    from wcbench.core.environment import environment
 
     return {"schema_version": RESULTS_SCHEMA_VERSION, **header, "environment": environment()}
 

@@ -276,7 +276,7 @@ def _case_card(results_dir: Path, tag: str, record: dict) -> str:
 def _strip_frames(results_dir: Path, record: dict, indices: list[int]):
     """The strip's frames: those stored while the video was scored (:mod:`wcbench.strip`), else
     decoded from the video (the frames shown only, never the whole video held)."""
-    from wcbench.video import read_frames_at
+    from wcbench.core.video import read_frames_at
 
     stored = load_strip(strip_path(results_dir, record["id"]), record)
     if stored is not None:

@@ -28,17 +28,17 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import wcbench
-from wcbench.actions import clip_step_ranges
-from wcbench.deadline import CallTimeout, time_limit
-from wcbench.environment import hardware, hardware_label
+from wcbench.core.actions import clip_step_ranges
+from wcbench.core.deadline import CallTimeout, time_limit
+from wcbench.core.environment import hardware, hardware_label
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
-from wcbench.storage import read_json, write_json, write_text
+from wcbench.core.storage import read_json, write_json, write_text
 from wcbench.strip import StripFrames, save_strip, strip_path
 from wcbench.suite import Case, Suite
-from wcbench.video import video_writer
+from wcbench.core.video import video_writer
 
 DEFAULT_TIMEOUT_S = 600.0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.storage import atomic_path
+from wcbench.core.storage import atomic_path
 
 STRIP_WIDTH = 256  # px per frame; the report draws each about 180 px wide (1.65 in at 110 dpi)
 STRIP_SUFFIX = ".strip.npz"

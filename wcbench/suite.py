@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     Action,
     ScriptError,
     StepSizes,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from wcbench.storage import atomic_path, write_text
+from wcbench.core.storage import atomic_path, write_text
 from wctrain.curriculum import initial_label_accuracy
 
 KEEP_CHECKPOINTS = 2

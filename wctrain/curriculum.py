@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wcbench.actions import NUM_LABELS, Script, clip_step_actions
+from wcbench.core.actions import NUM_LABELS, Script, clip_step_actions
 
 PRIOR_ACCURACY = 0.5  # a label no rollout has visited yet counts as half followed
 

@@ -12,7 +12,7 @@ import hashlib
 import numpy as np
 import torch
 
-from wcbench.actions import parse_script
+from wcbench.core.actions import parse_script
 from wcbench.scenes.packs import synthetic_world
 from wcbench.suite import Suite, generate_script
 from wctrain.config import RLConfig

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from wcbench.actions import NUM_LABELS
+from wcbench.core.actions import NUM_LABELS
 from wctrain.curriculum import exploration_scales
 
 

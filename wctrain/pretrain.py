@@ -35,10 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from wcbench.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
     script_trajectory
 from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
-from wcbench.storage import write_json
+from wcbench.core.storage import write_json
 from wcbench.suite import Suite, generate_script, load_suite
 from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from wcbench.registry import Registry
+from wcbench.core.registry import Registry
 from wcbench.scoring.case import ClipView, Scorers, score_clip_following, score_clip_quality
 
 Reward = Callable[[list[ClipView], list[str]], Sequence[Any]]

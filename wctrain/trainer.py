@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from wcbench.actions import clip_step_actions
+from wcbench.core.actions import clip_step_actions
 from wcbench.scoring.case import Scorers
-from wcbench.storage import write_json
+from wcbench.core.storage import write_json
 from wcbench.suite import Suite, load_suite
 from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages
 from wctrain.checkpoint import (TrainingState, append_metrics, load_checkpoint, save_checkpoint,

@@ -22,10 +22,10 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from wcbench.actions import FRAMES_PER_LATENT, Action, Script, StepSizes
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, StepSizes
 from wcbench.models.frames import Frames, to_video
 from wcbench.models.plugin import call_factory, extend_import_path, import_factory
-from wcbench.registry import Registry
+from wcbench.core.registry import Registry
 
 
 @dataclass(frozen=True)

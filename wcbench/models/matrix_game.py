@@ -2,7 +2,7 @@
 
 The pipeline receives ``keyboard_condition`` (num_frames, 4) over (forward, back, left,
 right) and ``mouse_condition`` (num_frames, 2) as (pitch, yaw), float32 numpy, row f for
-frame f (:func:`wcbench.controls.matrix_game_arrays`); add a batch axis and move them to
+frame f (:func:`wcbench.core.controls.matrix_game_arrays`); add a batch axis and move them to
 the device in the loader, as the release's inference.py does. ``mouse_value`` is the
 per-frame mouse delta in the model's own unit (0.1 in the release's universal benchmark
 actions; its Minecraft and Unreal sets used 0.05 and 0.35).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wcbench.controls import MATRIX_GAME_MOUSE, matrix_game_arrays
+from wcbench.core.controls import MATRIX_GAME_MOUSE, matrix_game_arrays
 from wcbench.models.base import CaseInfo, register_model
 from wcbench.models.native import NativeModel
 

@@ -5,7 +5,7 @@ None of these releases is a library with a stable loading API, so an adapter spl
 work in two:
 
 - the adapter (one module per family, tested) turns the case's command into the family's
-  native controls (:mod:`wcbench.controls`), calls the pipeline with them and hands its
+  native controls (:mod:`wcbench.core.controls`), calls the pipeline with them and hands its
   frames (any layout :func:`wcbench.models.frames.to_video` reads) to the harness;
 - a loader you keep beside your checkout of the model, ``loader=MODULE:FUNCTION``, builds
   the pipeline: ``FUNCTION(weights, device=..., **loader_options)`` returns a callable

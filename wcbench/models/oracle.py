@@ -8,7 +8,7 @@ from functools import partial
 
 import numpy as np
 
-from wcbench.actions import FRAMES_PER_LATENT, Action, trajectory_from_actions
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, trajectory_from_actions
 from wcbench.models.base import CaseInfo, register_model
 from wcbench.scenes.synthetic import render
 

@@ -5,7 +5,7 @@ The pipeline receives ``segments``: one dict per run of equal latent steps with 
 ``steps`` and ``frames`` (inclusive), ``keys`` (``W``, ``W+A``, ..., ``None``), ``mouse``
 (``→``, ``↑←``, ..., ``·``) and ``text``, Yume's action sentences ("Person moves forward
 (W).Camera turns left (←)."), which Yume appends to the scene caption
-(:func:`wcbench.controls.to_text_actions`). A model that generates fixed-length chunks (33
+(:func:`wcbench.core.controls.to_text_actions`). A model that generates fixed-length chunks (33
 frames for Yume and GameCraft) splits or merges the runs in its loader.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wcbench.controls import to_text_actions
+from wcbench.core.controls import to_text_actions
 from wcbench.models.base import CaseInfo, register_model
 from wcbench.models.native import NativeModel
 

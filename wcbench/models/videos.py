@@ -11,9 +11,9 @@ from typing import Iterator
 
 import numpy as np
 
-from wcbench.actions import FRAMES_PER_LATENT, Action
+from wcbench.core.actions import FRAMES_PER_LATENT, Action
 from wcbench.models.base import CaseInfo
-from wcbench.video import VIDEO_SUFFIXES, VideoSource
+from wcbench.core.video import VIDEO_SUFFIXES, VideoSource
 
 
 class VideoFolderModel:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wcbench.actions import to_worldplay_json
+from wcbench.core.actions import to_worldplay_json
 from wcbench.models.base import CaseInfo, register_model
 from wcbench.models.native import NativeModel
 

@@ -2,7 +2,7 @@
 
 An estimator turns a video into per-frame camera-to-world poses (OpenCV convention, frame 0
 = identity) plus a confidence per frame. Each estimator carries the
-:class:`~wcbench.actions.Thresholds` that label its own poses: translation magnitudes mean
+:class:`~wcbench.core.actions.Thresholds` that label its own poses: translation magnitudes mean
 different things per estimator (``units``), so thresholds live beside the estimator in
 ``wcbench/conf/estimator/<name>.yaml`` and are written there by ``wcbench calibrate``.
 
@@ -20,9 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import yaml
 
-from wcbench.registry import Registry
-from wcbench.actions import FRAMES_PER_LATENT, Thresholds, intrinsics_from_fov
-from wcbench.storage import write_text
+from wcbench.core.registry import Registry
+from wcbench.core.actions import FRAMES_PER_LATENT, Thresholds, intrinsics_from_fov
+from wcbench.core.storage import write_text
 
 DEFAULT_FOV_DEG = 75.0
 

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator, Sequence
 import cv2
 import numpy as np
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     NUM_ROTATION,
     NUM_TRANSLATION,
     ROTATION_LABELS,
@@ -282,13 +282,13 @@ def collect_motion(estimates: Iterable[PoseEstimate], commanded: Iterable[str | 
 
 
 def translation_labels(translation: np.ndarray, threshold: float) -> np.ndarray:
-    """Vectorised :func:`wcbench.actions.classify_translation`."""
+    """Vectorised :func:`wcbench.core.actions.classify_translation`."""
     direction = np.array([classify_translation(t, 0.0) for t in translation], dtype=int)
     return np.where(np.linalg.norm(translation, axis=1) > threshold, direction, 0)
 
 
 def rotation_labels(yaw: np.ndarray, pitch: np.ndarray, threshold: float, secondary_ratio: float) -> np.ndarray:
-    """Vectorised :func:`wcbench.actions.classify_rotation`."""
+    """Vectorised :func:`wcbench.core.actions.classify_rotation`."""
     main = np.maximum(np.abs(yaw), np.abs(pitch))
 
     def active_sign(angle: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, fields
 import cv2
 import numpy as np
 
-from wcbench.actions import Thresholds
+from wcbench.core.actions import Thresholds
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import (
     PoseEstimate,

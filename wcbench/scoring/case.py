@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from wcbench.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
+from wcbench.core.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
 from wcbench.scoring.following import FollowingResult, score_following
 from wcbench.scoring.quality import QualityResult, clip_vq
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from wcbench.actions import (
+from wcbench.core.actions import (
     FRAMES_PER_LATENT,
     label_hits,
     NUM_ROTATION,

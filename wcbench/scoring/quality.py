@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from wcbench.registry import Registry
+from wcbench.core.registry import Registry
 from wcbench.scoring import vq_terms
 
 

@@ -16,7 +16,7 @@ The trainer
 Layouts at this boundary: pixel video ``(B, T, 3, H, W)`` float in [0, 1]; latents
 ``(B, L, ...)`` with ``frames_per_latent`` frames per latent (the rest of the latent's shape
 is the model's own); actions per frame ``(B, L * frames_per_latent, 4)`` float, the signs
-(forward, right, yaw, pitch) of :class:`wcbench.actions.Action`; ``sigma`` ``(B,)`` or
+(forward, right, yaw, pitch) of :class:`wcbench.core.actions.Action`; ``sigma`` ``(B,)`` or
 ``(B, L)``. :func:`frames_to_tensor` / :func:`tensor_to_frames` convert from and to the
 benchmark's ``(T, H, W, 3)`` uint8, in one place.
 
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from wcbench.actions import FRAMES_PER_LATENT, Action
+from wcbench.core.actions import FRAMES_PER_LATENT, Action
 from wctrain.sampling import euler_step, stochastic_step
 
 

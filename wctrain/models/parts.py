@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from wcbench.actions import NUM_ROTATION, Action
+from wcbench.core.actions import NUM_ROTATION, Action
 from wctrain.sampling import flow_sigmas
 
 _SIGNS = (-1, 0, 1)

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from torch import nn
 
-from wcbench.registry import Registry
-from wcbench.storage import read_json, write_json
+from wcbench.core.registry import Registry
+from wcbench.core.storage import read_json, write_json
 from wctrain.models.base import check_trainable
 
 ENTRY_POINT_GROUP = "wctrain.models"

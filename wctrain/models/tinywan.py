@@ -35,7 +35,7 @@ from diffusers.models.normalization import FP32LayerNorm
 from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed, WanTransformerBlock
 from torch import nn
 
-from wcbench.actions import NUM_LABELS
+from wcbench.core.actions import NUM_LABELS
 from wctrain.models.parts import PackedLatentSpace, action_labels, last_frame_channels, warp_frame
 from wctrain.models.tinywm import MIN_SIGMA, load_or_build
 

@@ -45,7 +45,7 @@ from diffusers.configuration_utils import register_to_config
 from diffusers.models.embeddings import TimestepEmbedding, Timesteps
 from torch import nn
 
-from wcbench.actions import NUM_LABELS
+from wcbench.core.actions import NUM_LABELS
 from wctrain.models.parts import PackedLatentSpace, action_labels, last_frame_channels, pixel_grid, warp_frame
 
 ACTION_DIM = 4  # forward, right, yaw, pitch signs

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from wcbench.actions import FRAMES_PER_LATENT, Action
+from wcbench.core.actions import FRAMES_PER_LATENT, Action
 from wcbench.models.base import CaseInfo
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
 from wctrain.models.tinywm import SHIPPED_CHECKPOINT as DEFAULT_CHECKPOINT

@@ -4,7 +4,7 @@ Three families, each encoded the way its release feeds its model (sources and un
 docs/models.md):
 
 - ``worldplay``: WorldPlay / HY-World 1.5 pose JSON, one camera-to-world pose and K per
-  latent (:func:`wcbench.actions.to_worldplay_json`).
+  latent (:func:`wcbench.core.actions.to_worldplay_json`).
 - ``matrix-game``: Matrix-Game 2.0 per-frame arrays, ``keyboard_condition`` (N, 4) multi-hot
   over (forward, back, left, right) and ``mouse_condition`` (N, 2) as (pitch, yaw) deltas,
   positive = up / right, in the model's own mouse unit.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from wcbench.actions import FRAMES_PER_LATENT, Action, Script, to_worldplay_json
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, to_worldplay_json
 
 FORMATS = ("worldplay", "matrix-game", "text-actions")
 FORMAT_FILES = {"worldplay": "pose.json", "matrix-game": "matrix_game.json", "text-actions": "text_actions.json"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict
 
-CONF_DIR = Path(__file__).parent / "conf"
+CONF_DIR = Path(__file__).parents[1] / "conf"
 DEVICES = ("auto", "cpu", "cuda")
 
 

@@ -28,7 +28,7 @@ from typing import Callable, Iterator, TypeVar
 import cv2
 import numpy as np
 
-from wcbench.storage import atomic_path
+from wcbench.core.storage import atomic_path
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv", ".mov", ".webm")
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
