@@ -49,7 +49,7 @@ from wcbench.pose.calibration import (
     render_calibration_videos,
 )
 from wcbench.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
-from wcbench.suite import generate_script
+from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 from wctrain.config import RLConfig
 from wctrain.episodes import sample_episode
 from wctrain.models.tinywm import load_tinywm

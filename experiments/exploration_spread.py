@@ -26,7 +26,7 @@ from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from per_label_following import STRAFE_YAW
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 from wctrain.config import RLConfig
 from wctrain.episodes import sample_episode
 from wctrain.exploration import Exploration

@@ -14,7 +14,7 @@ from wcbench.core.actions import (NUM_LABELS, Action, Thresholds, intrinsics_fro
 from wcbench.cli import main
 from wcbench.models.base import build_model
 from wcbench.scoring.following import commanded_labels
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 
 STEPS = load_suite("wc-mini").steps
 # every one of the 81 labels, once each (81 latent steps), then the same script reversed

@@ -48,7 +48,7 @@ def test_spread_scores_labels_a_group_can_learn_from():
 
 
 def test_focused_sampler_visits_the_failing_labels_more_often():
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
     from wctrain.config import RLConfig
     from wctrain.episodes import sample_episode
 

@@ -13,7 +13,7 @@ from wcbench.cli import main
 from wcbench.export import export_suite
 from wcbench.scenes import case_world
 from wcbench.scenes.synthetic import render_frames
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 from wcbench.core.video import write_video
 
 

@@ -184,7 +184,7 @@ def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run
     """Videos made elsewhere from `wcbench export`'s manifest: `score --model-name` gives a
     folder that submit accepts (the same numbers as the run that made the videos) and verify passes."""
     from wcbench.export import export_suite
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
 
     suite_path, run = honest_run
     export_dir = tmp_path / "export"

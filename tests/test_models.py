@@ -20,7 +20,7 @@ from wcbench.models.base import CaseInfo, WholeVideoModel, build_model
 from wcbench.models.frames import FrameError, to_video
 from wcbench.models.plugin import parse_model_args
 from wcbench.runner import Placement, generate_case
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
 RNG = np.random.default_rng(0)

@@ -13,7 +13,7 @@ import pytest
 
 from wcbench.cli import main
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 from wcbench.core.video import write_video
 
 

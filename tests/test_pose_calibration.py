@@ -148,7 +148,7 @@ def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
 
     from wcbench.core.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
     from wcbench.pose.calibration import diagonal_script
-    from wcbench.suite import PITCH_LIMIT_DEG
+    from wcbench.data.suite import PITCH_LIMIT_DEG
 
     for seed in range(20):
         text = diagonal_script(np.random.default_rng(seed), 12, 1.5)

@@ -24,7 +24,7 @@ from wcbench.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.strip import load_strip, sample_indices, strip_path
-from wcbench.suite import load_suite
+from wcbench.data.suite import load_suite
 from wcbench.core.video import read_frames_at
 
 REPO = Path(__file__).resolve().parents[1]

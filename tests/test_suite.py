@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from wcbench.core.actions import parse_script
-from wcbench.suite import PITCH_LIMIT_DEG, SuiteError, list_suites, load_suite
+from wcbench.data.suite import PITCH_LIMIT_DEG, SuiteError, list_suites, load_suite
 
 
 def _write(tmp_path, name, text):

@@ -198,7 +198,7 @@ def test_adapter_frames_and_seeding():
 
 def test_adapter_runs_under_the_harness():
     from wcbench.runner import generate_case
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
 
     suite = load_suite("wc-mini")
     case = next(c for c in suite.cases if c.horizon == "short")

@@ -240,7 +240,7 @@ def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
 
 
 def test_segment_steps_shape_training_scripts_and_settings_are_checked():
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
     from wctrain.config import RewardConfig, RLConfig
     from wctrain.episodes import sample_episode
 

@@ -133,7 +133,7 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.models.base import build_model
     from wcbench.runner import RunConfig, interactivity, run_header, run_suite
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
 
     cfg = load_config(args.overrides)
     suite = load_suite(args.suite)
@@ -252,7 +252,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from wcbench.export import export_suite
-    from wcbench.suite import load_suite
+    from wcbench.data.suite import load_suite
 
     suite = load_suite(args.suite)
     with progress_bar() as progress:
@@ -265,7 +265,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_suites(args: argparse.Namespace) -> int:
-    from wcbench.suite import list_suites, load_suite
+    from wcbench.data.suite import list_suites, load_suite
 
     table = Table(title="built-in suites")
     for column in ("name", "cases", "resolution", "hash", "description"):

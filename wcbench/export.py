@@ -27,7 +27,7 @@ from wcbench.core.actions import intrinsics_from_fov, label_name, script_traject
 from wcbench.scenes import case_world
 from wcbench.scoring.following import commanded_labels
 from wcbench.core.storage import write_json, write_text
-from wcbench.suite import Case, Suite
+from wcbench.data.suite import Case, Suite
 
 
 def write_controls(suite: Suite, case: Case, folder: Path, formats: Sequence[str]) -> None:

@@ -65,7 +65,7 @@ def _recompute_case(record: dict, where: str) -> None:
 
 
 def _load_suite(results: dict, results_path: Path):
-    from wcbench.suite import SuiteError, load_suite
+    from wcbench.data.suite import SuiteError, load_suite
 
     try:
         suite = load_suite(results["suite"])

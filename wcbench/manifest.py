@@ -29,7 +29,7 @@ from wcbench.runner import RunConfig, config_hash
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 from wcbench.core.storage import read_json, write_json
 from wcbench.strip import StripFrames, save_strip, strip_path
-from wcbench.suite import Suite, SuiteError, load_suite
+from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.core.video import VideoReadError, VideoSource
 
 REQUIRED = ("id", "video", "actions")

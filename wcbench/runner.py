@@ -37,7 +37,7 @@ from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.core.storage import read_json, write_json, write_text
 from wcbench.strip import StripFrames, save_strip, strip_path
-from wcbench.suite import Case, Suite
+from wcbench.data.suite import Case, Suite
 from wcbench.core.video import video_writer
 
 DEFAULT_TIMEOUT_S = 600.0

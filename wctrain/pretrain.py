@@ -1,7 +1,7 @@
 """``wctrain pretrain``: supervised flow matching on rendered synthetic trajectories, for any
 trainable world model (tinywm, tinywan, or ``model=pkg.module:factory``).
 
-Data: random action scripts (``wcbench.suite.generate_script``) rendered in procedural rooms
+Data: random action scripts (``wcbench.data.suite.generate_script``) rendered in procedural rooms
 (``wcbench.scenes.synthetic``) with the suite's step sizes and field of view. The mix mirrors
 how real world models are trained: mostly basic actions (one component at a time), few
 combined ones, so the pretrained model follows basic actions clearly better than combined
@@ -39,7 +39,7 @@ from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, Segment, int
     script_trajectory
 from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
 from wcbench.core.storage import write_json
-from wcbench.suite import Suite, generate_script, load_suite
+from wcbench.data.suite import Suite, generate_script, load_suite
 from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
 from wctrain.models.registry import build_trainable, load_weights, save_model

@@ -29,7 +29,7 @@ from torch import nn
 from wcbench.core.actions import clip_step_actions
 from wcbench.scoring.case import Scorers
 from wcbench.core.storage import write_json
-from wcbench.suite import Suite, load_suite
+from wcbench.data.suite import Suite, load_suite
 from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages
 from wctrain.checkpoint import (TrainingState, append_metrics, load_checkpoint, save_checkpoint,
                                 truncate_metrics)

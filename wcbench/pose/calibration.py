@@ -37,7 +37,7 @@ from wcbench.core.actions import (
 )
 from wcbench.pose.base import PoseEstimate
 from wcbench.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
-from wcbench.suite import PITCH_LIMIT_DEG, generate_script
+from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
 
 DEGRADATIONS = ("clean", "jpeg", "blur", "noise")
 # rotation label by (yaw sign + 1, pitch sign + 1), taken from the action model itself
