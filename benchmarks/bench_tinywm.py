@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from wcbench.core.actions import clip_step_ranges
-from wcbench.runner import generate_case
+from wcbench.run.runner import generate_case
 from wcbench.data.suite import load_suite
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip
 from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm

@@ -152,7 +152,7 @@ def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_contro
     suite_path = tmp_path / "tiny.yaml"
     suite_path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\n"
                           "cases_per_cell: 1\ntracks: [basic]\n")
-    from wcbench.runner import generate_case
+    from wcbench.run.runner import generate_case
 
     suite = load_suite(suite_path)
     case = suite.cases[0]

@@ -10,7 +10,7 @@ import pytest
 
 from wcbench.core.actions import load_worldplay_json, parse_script
 from wcbench.cli import main
-from wcbench.export import export_suite
+from wcbench.run.export import export_suite
 from wcbench.scenes import case_world
 from wcbench.scenes.synthetic import render_frames
 from wcbench.data.suite import load_suite
@@ -42,7 +42,7 @@ def test_export_writes_everything_and_no_partials(tiny_suite, tmp_path):
 
 def test_export_resumes_after_interruption(tiny_suite, tmp_path, monkeypatch):
     out = tmp_path / "export"
-    import wcbench.export as export
+    import wcbench.run.export as export
 
     calls = []
     original = export.case_world

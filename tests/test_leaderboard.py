@@ -183,7 +183,7 @@ def test_verify_checks_every_video_and_carries_on(honest_run, tmp_path, capsys):
 def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run, tmp_path):
     """Videos made elsewhere from `wcbench export`'s manifest: `score --model-name` gives a
     folder that submit accepts (the same numbers as the run that made the videos) and verify passes."""
-    from wcbench.export import export_suite
+    from wcbench.run.export import export_suite
     from wcbench.data.suite import load_suite
 
     suite_path, run = honest_run

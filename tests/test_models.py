@@ -19,7 +19,7 @@ from wcbench.cli import main
 from wcbench.models.base import CaseInfo, WholeVideoModel, build_model
 from wcbench.models.frames import FrameError, to_video
 from wcbench.models.plugin import parse_model_args
-from wcbench.runner import Placement, generate_case
+from wcbench.run.runner import Placement, generate_case
 from wcbench.data.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,10 +20,10 @@ from wcbench.cli import main
 from wcbench.models.base import build_model
 from wcbench.models.oracle import OracleModel
 from wcbench.pose import build_estimator
-from wcbench.runner import RunConfig, run_suite
+from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.strip import load_strip, sample_indices, strip_path
+from wcbench.run.strip import load_strip, sample_indices, strip_path
 from wcbench.data.suite import load_suite
 from wcbench.core.video import read_frames_at
 

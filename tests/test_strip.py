@@ -8,10 +8,11 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench import report, video
+from wcbench import report
+from wcbench.core import video
 from wcbench.cli import main
 from wcbench.report import load_records
-from wcbench.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
+from wcbench.run.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
 from wcbench.core.video import read_frames_at, write_video
 
 SCRIPT = "d-2, right-3"  # 5 latent steps: 21 frames

@@ -121,7 +121,7 @@ def test_a_few_pretraining_steps_lower_the_loss_on_a_fixed_batch():
 
 
 def test_runs_under_the_wcbench_harness():
-    from wcbench.runner import generate_case
+    from wcbench.run.runner import generate_case
     from wcbench.data.suite import load_suite
     from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
 

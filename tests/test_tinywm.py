@@ -197,7 +197,7 @@ def test_adapter_frames_and_seeding():
 
 
 def test_adapter_runs_under_the_harness():
-    from wcbench.runner import generate_case
+    from wcbench.run.runner import generate_case
     from wcbench.data.suite import load_suite
 
     suite = load_suite("wc-mini")

@@ -88,7 +88,7 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
 
 
 def _check_out(path: str) -> Path:
-    from wcbench.outdir import require_folder
+    from wcbench.run.outdir import require_folder
 
     out_dir = Path(path)
     require_folder(out_dir)
@@ -132,7 +132,7 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.models.base import build_model
-    from wcbench.runner import RunConfig, interactivity, run_header, run_suite
+    from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
     from wcbench.data.suite import load_suite
 
     cfg = load_config(args.overrides)
@@ -175,10 +175,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _claim(out_dir: Path, header: dict, accelerator: Any = None) -> Iterator[None]:
-    """Claim and lock the folder (:func:`wcbench.outdir.claim_out_dir`) for the whole block, on
+    """Claim and lock the folder (:func:`wcbench.run.outdir.claim_out_dir`) for the whole block, on
     rank 0 of a sharded run; the other ranks learn whether it could and then check the claim
     themselves. A refusal is a UsageError (exit 2), with the folder untouched."""
-    from wcbench.outdir import OutDirError, check_out_dir, claim_out_dir
+    from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir
     from wcbench.core.storage import FolderBusyError
 
     is_main = accelerator is None or accelerator.is_main_process
@@ -217,7 +217,7 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from wcbench.manifest import manifest_suite, read_manifest, score_header, score_manifest
+    from wcbench.run.manifest import manifest_suite, read_manifest, score_header, score_manifest
 
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
@@ -251,7 +251,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from wcbench.export import export_suite
+    from wcbench.run.export import export_suite
     from wcbench.data.suite import load_suite
 
     suite = load_suite(args.suite)

@@ -16,7 +16,7 @@ import numpy as np
 from wcbench import plots
 from wcbench.report import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
                             per_clip_curves, top_confusions, vq_digits)
-from wcbench.strip import load_strip, sample_indices, strip_path, thumbnail
+from wcbench.run.strip import load_strip, sample_indices, strip_path, thumbnail
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
@@ -274,7 +274,7 @@ def _case_card(results_dir: Path, tag: str, record: dict) -> str:
 
 
 def _strip_frames(results_dir: Path, record: dict, indices: list[int]):
-    """The strip's frames: those stored while the video was scored (:mod:`wcbench.strip`), else
+    """The strip's frames: those stored while the video was scored (:mod:`wcbench.run.strip`), else
     decoded from the video (the frames shown only, never the whole video held)."""
     from wcbench.core.video import read_frames_at
 

@@ -268,7 +268,7 @@ def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
     """Run the held-out suite with wcbench (default scorers) on a frozen copy; its summary block."""
     from wcbench.pose import build_estimator
     from wcbench.report import summarize
-    from wcbench.runner import RunConfig, run_suite
+    from wcbench.run.runner import RunConfig, run_suite
     from wcbench.scoring.quality import build_quality_scorer
     from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
 

@@ -25,10 +25,10 @@ from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
-from wcbench.runner import RunConfig, config_hash
+from wcbench.run.runner import RunConfig, config_hash
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 from wcbench.core.storage import read_json, write_json
-from wcbench.strip import StripFrames, save_strip, strip_path
+from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.core.video import VideoReadError, VideoSource
 
@@ -226,7 +226,7 @@ def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
 def score_row(raw: RawRow, base: Path, scorers: Scorers,
               suite: Suite | None = None) -> tuple[dict, StripFrames | None]:
     """The record of one manifest row (scored, or failed with the reason) and, when scored, the
-    report's strip frames, kept as the video streamed past (:mod:`wcbench.strip`)."""
+    report's strip frames, kept as the video streamed past (:mod:`wcbench.run.strip`)."""
     values = raw.values
     record = {"id": raw.id, "track": values.get("track"), "horizon": values.get("horizon"),
               "status": "failed", "error": None, "script": str(values.get("actions")),

@@ -4,7 +4,7 @@ Per case: reset the model on the start image, step it clip by clip with the case
 check each clip (frame count, shape, dtype, NaN), append it to the case's video and score it
 as soon as it is complete, so that memory holds one clip, never the whole video. The video
 and then the record are written atomically. A rerun into the same folder skips finished
-cases; a folder made by another command, suite or config is refused (:mod:`wcbench.outdir`).
+cases; a folder made by another command, suite or config is refused (:mod:`wcbench.run.outdir`).
 Cases are split across processes (``accelerate launch``) by index; every rank writes its own
 records and rank 0 merges them, so N processes give the same results as one.
 
@@ -36,7 +36,7 @@ from wcbench.models.frames import FrameError, to_video
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.core.storage import read_json, write_json, write_text
-from wcbench.strip import StripFrames, save_strip, strip_path
+from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.suite import Case, Suite
 from wcbench.core.video import video_writer
 
@@ -260,7 +260,7 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
               rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
               device: str = "cpu") -> list[dict]:
     """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
-    ``out_dir``, which the caller has claimed (:func:`wcbench.outdir.claim_out_dir`); returns
+    ``out_dir``, which the caller has claimed (:func:`wcbench.run.outdir.claim_out_dir`); returns
     the records it wrote.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted
