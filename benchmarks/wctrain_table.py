@@ -6,7 +6,7 @@ change against a baseline run.
 
 Every RUN is a ``wcbench run`` output folder on the same suite (or a trainer's
 ``RUN_DIR/eval/step-N`` folder: only the per-case records are read); the first is the
-baseline. Track values are wcbench's own group summary (``wcbench.report.summarize_group``)
+baseline. Track values are wcbench's own group summary (``wcbench.report.summary.summarize_group``)
 of the track's cases: means with 95% bootstrap intervals over cases.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wcbench.report import load_records, summarize_group
+from wcbench.report.summary import load_records, summarize_group
 from wcbench.core.storage import read_json, write_text
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from wcbench.core.actions import Action, label_name
-from wcbench.report import confusion_matrix, load_records
+from wcbench.report.summary import confusion_matrix, load_records
 
 
 def track_records(results_dir: Path, track: str) -> list[dict]:

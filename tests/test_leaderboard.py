@@ -11,10 +11,10 @@ import shutil
 import numpy as np
 import pytest
 
-from wcbench import report
 from wcbench.core.actions import NUM_ROTATION
 from wcbench.cli import main
-from wcbench.leaderboard import SubmissionError, render_markdown, validate
+from wcbench.report.results import rebuild
+from wcbench.report.leaderboard import SubmissionError, render_markdown, validate
 from wcbench.core.video import read_video, write_video
 
 
@@ -41,7 +41,7 @@ def test_submit_accepts_and_renders(honest_run, tmp_path, monkeypatch):
     text = (boards / "lbtiny.md").read_text()
     assert "oracle-lag" in text and "IF acc" in text
     with pytest.raises(SubmissionError, match="already"):
-        from wcbench.leaderboard import submit
+        from wcbench.report.leaderboard import submit
         from rich.console import Console
 
         submit(run, boards, Console())
@@ -157,7 +157,7 @@ def test_forged_submissions_are_refused_naming_the_case(honest_run, tmp_path, ki
     case_id, record = next(iter(_records(copy).items()))
     forge, message = FORGERIES[kind]
     forge(copy, case_id, record)
-    report.rebuild(copy)
+    rebuild(copy)
     boards = tmp_path / "boards"
     assert main(["submit", str(copy), "--leaderboards", str(boards)]) == 2
     err = " ".join(capsys.readouterr().err.split())

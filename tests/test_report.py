@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from wcbench import report
 from wcbench.core.actions import Action, NUM_LABELS
 from wcbench.core.storage import read_json, write_json
 from wcbench.core.video import write_video
+from wcbench.report.results import build_results, rebuild, write_report, write_summary_csv
+from wcbench.report.summary import (bootstrap_ci, command_runs, confusion_matrix, load_records, per_clip_curves,
+                                    print_summary, summarize, top_confusions, vq_components)
 
 HEADER = {"version": "0.1.0", "estimator": {"name": "gt", "version": "1", "thresholds": {"translation": 0.01}},
           "quality": {"name": "sharpness", "version": "1"}, "mode": "default", "suite": "wc-test",
@@ -81,7 +83,7 @@ def write_results_dir(tmp_path: Path, records: list[dict]) -> Path:
     write_video(tmp_path / "videos" / "basic-short-000.avi", rng.integers(0, 255, (13, 24, 32, 3), dtype=np.uint8))
     for record in records:
         write_json(tmp_path / "cases" / f"{record['id']}.json", record)
-    write_json(tmp_path / "results.json", report.build_results(HEADER, records))
+    write_json(tmp_path / "results.json", build_results(HEADER, records))
     return tmp_path
 
 
@@ -130,13 +132,13 @@ def parse_tables(html: str) -> TableParser:
 
 def test_bootstrap_ci_width_matches_normal_theory_and_is_deterministic():
     values = np.random.default_rng(1).normal(3.0, 2.0, size=400)
-    lo, hi = report.bootstrap_ci(values, n_boot=4000, seed=5)
+    lo, hi = bootstrap_ci(values, n_boot=4000, seed=5)
     normal_half_width = 1.96 * values.std(ddof=1) / math.sqrt(values.size)
     assert lo < values.mean() < hi
     assert (hi - lo) / 2 == pytest.approx(normal_half_width, rel=0.1)
     assert (lo + hi) / 2 == pytest.approx(values.mean(), abs=0.1 * normal_half_width)
-    assert report.bootstrap_ci(values, n_boot=4000, seed=5) == (lo, hi)
-    assert report.bootstrap_ci(values, n_boot=4000, seed=6) != (lo, hi)
+    assert bootstrap_ci(values, n_boot=4000, seed=5) == (lo, hi)
+    assert bootstrap_ci(values, n_boot=4000, seed=6) != (lo, hi)
 
 
 def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time():
@@ -144,7 +146,7 @@ def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time():
     hits = 0
     for trial in range(400):
         sample = rng.normal(1.0, 1.0, size=40)
-        lo, hi = report.bootstrap_ci(sample, n_boot=500, seed=trial)
+        lo, hi = bootstrap_ci(sample, n_boot=500, seed=trial)
         hits += lo <= 1.0 <= hi
     # Binomial sd of the rate is ~0.011 at 400 trials; the percentile bootstrap runs a little
     # under nominal at n = 40.
@@ -152,11 +154,11 @@ def test_bootstrap_ci_covers_the_true_mean_about_95_percent_of_the_time():
 
 
 def test_bootstrap_ci_degenerate_inputs_and_nan_values():
-    assert all(math.isnan(v) for v in report.bootstrap_ci([]))
-    assert all(math.isnan(v) for v in report.bootstrap_ci([float("nan"), None]))
-    assert report.bootstrap_ci([0.7]) == (0.7, 0.7)
-    assert report.bootstrap_ci([0.5, float("nan"), None, 0.5]) == (0.5, 0.5)
-    lo, hi = report.bootstrap_ci([0.0, 1.0, None])
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+    assert all(math.isnan(v) for v in bootstrap_ci([float("nan"), None]))
+    assert bootstrap_ci([0.7]) == (0.7, 0.7)
+    assert bootstrap_ci([0.5, float("nan"), None, 0.5]) == (0.5, 0.5)
+    lo, hi = bootstrap_ci([0.0, 1.0, None])
     assert 0.0 <= lo <= hi <= 1.0
 
 
@@ -164,7 +166,7 @@ def test_bootstrap_ci_degenerate_inputs_and_nan_values():
 
 
 def test_summarize_equals_hand_computed_means(records):
-    summary = report.summarize(records)
+    summary = summarize(records)
     assert list(summary) == ["basic/short", "basic/long", "combined/short", "combined/mid", "overall"]
     basic_short = summary["basic/short"]
     assert basic_short["n"] == 2
@@ -186,8 +188,8 @@ def test_summarize_equals_hand_computed_means(records):
 
 
 def test_summary_table_and_csv_round_trip(tmp_path, records):
-    summary = report.summarize(records)
-    report.write_summary_csv(tmp_path / "summary.csv", summary)
+    summary = summarize(records)
+    write_summary_csv(tmp_path / "summary.csv", summary)
     table = pd.read_csv(tmp_path / "summary.csv")
     assert list(table["group"]) == list(summary)
     for row in table.itertuples():
@@ -202,7 +204,7 @@ def test_summary_table_and_csv_round_trip(tmp_path, records):
 
 
 def test_per_clip_curves_average_cases_per_clip(records):
-    curves = report.per_clip_curves(records)
+    curves = per_clip_curves(records)
     basic_short = curves[(curves.track == "basic") & (curves.horizon == "short")].set_index("clip")
     assert list(basic_short.index) == [0, 1, 2]
     assert basic_short.loc[2, "if_acc"] == pytest.approx((1.0 + 0.0) / 2)  # clip 2 of case 001 missed all
@@ -214,29 +216,29 @@ def test_per_clip_curves_average_cases_per_clip(records):
 
 
 def test_confusion_matrix_counts(records):
-    translation = report.confusion_matrix(records, "translation")
+    translation = confusion_matrix(records, "translation")
     assert translation.shape == (9, 9)
     assert translation.loc["forward", "forward"] == 12 + 6 + 12
     assert translation.loc["forward", "none"] == 6
     assert translation.loc["none", "none"] == 12 + 12  # yaw-only case + external case
     assert translation.to_numpy().sum() == 5 * 12  # the failed case adds nothing
-    rotation = report.confusion_matrix(records, "rotation")
+    rotation = confusion_matrix(records, "rotation")
     assert rotation.loc["yaw-left", "none"] == 3 + 12
     assert rotation.loc["yaw-left", "yaw-left"] == 9
-    full = report.confusion_matrix(records)
+    full = confusion_matrix(records)
     assert full.shape == (NUM_LABELS, NUM_LABELS)
     assert full.to_numpy()[FORWARD_LEFT_YAW, FORWARD] == 12
     assert np.trace(full.to_numpy()) == 12 + 6 + 9 + 12
-    top = report.top_confusions(full, k=2)
+    top = top_confusions(full, k=2)
     assert list(top["count"]) == [12, 6]
     assert top["share_of_commanded"].iloc[0] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="translation"):
-        report.confusion_matrix(records, "yaw")
+        confusion_matrix(records, "yaw")
 
 
 def test_command_runs_split_at_command_changes():
     commanded = [FORWARD] * 4 + [LEFT_YAW] * 2
-    runs = report.command_runs({"commanded": commanded, "detected": [FORWARD, NONE, FORWARD, FORWARD, NONE, NONE]})
+    runs = command_runs({"commanded": commanded, "detected": [FORWARD, NONE, FORWARD, FORWARD, NONE, NONE]})
     assert list(runs["first"]) == [1, 5] and list(runs["last"]) == [4, 6]
     assert list(runs["if_acc"]) == [0.75, 0.0]
     assert list(runs["detected_most"]) == [FORWARD, NONE]
@@ -244,8 +246,8 @@ def test_command_runs_split_at_command_changes():
 
 def test_print_summary_shows_groups_intervals_and_failures(records):
     console = Console(record=True, width=80)
-    summary = report.summarize(records)
-    report.print_summary(summary, title="test run", console=console)
+    summary = summarize(records)
+    print_summary(summary, title="test run", console=console)
     text = console.export_text()
     assert "basic/short" in text and "overall" in text and "1 failed" in text
     lo, hi = summary["overall"]["if_acc_ci"]
@@ -259,32 +261,32 @@ def test_print_summary_shows_groups_intervals_and_failures(records):
 def test_load_records_names_a_bad_file_and_skips_partial_writes(tmp_path, records):
     write_results_dir(tmp_path, records)
     (tmp_path / "cases" / ".x.partial.json").write_text("{")
-    assert [r["id"] for r in report.load_records(tmp_path)] == sorted(r["id"] for r in records)
+    assert [r["id"] for r in load_records(tmp_path)] == sorted(r["id"] for r in records)
     (tmp_path / "cases" / "zz-broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="zz-broken.json"):
-        report.load_records(tmp_path)
+        load_records(tmp_path)
     (tmp_path / "cases" / "zz-broken.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="zz-broken.json"):
-        report.load_records(tmp_path)
+        load_records(tmp_path)
     with pytest.raises(FileNotFoundError, match="cases"):
-        report.load_records(tmp_path / "nowhere")
+        load_records(tmp_path / "nowhere")
 
 
 def test_build_results_strips_bulky_fields(records):
-    results = report.build_results(HEADER, records)
+    results = build_results(HEADER, records)
     assert list(results)[:len(HEADER)] == list(HEADER)
     assert all("labels" not in c and "paths" not in c for c in results["cases"])
     assert [c["id"] for c in results["cases"]] == sorted(r["id"] for r in records)
     by_id = {r["id"]: r for r in records}
     assert all(c["per_clip"] == by_id[c["id"]]["per_clip"] for c in results["cases"])
     with pytest.raises(ValueError, match="summary"):
-        report.build_results({**HEADER, "summary": {}}, records)
+        build_results({**HEADER, "summary": {}}, records)
 
 
 def test_report_html_and_csv_numbers_equal_the_records(tmp_path, records):
     results_dir = write_results_dir(tmp_path, records)
     results = read_json(results_dir / "results.json")
-    html_path = report.write_report(results_dir, results)
+    html_path = write_report(results_dir, results)
     html = html_path.read_text()
     page = parse_tables(html)
 
@@ -325,12 +327,12 @@ def test_rebuild_reproduces_results_json(tmp_path, records):
     original = read_json(results_dir / "results.json")
     # Damage the top-level files: rebuild must re-create them from the records alone.
     write_json(results_dir / "results.json", {**HEADER, "cases": [], "summary": {}})
-    rebuilt = report.rebuild(results_dir)
+    rebuilt = rebuild(results_dir)
     assert read_json(results_dir / "results.json") == original == json.loads(json.dumps(rebuilt))
     assert (results_dir / "summary.csv").exists() and (results_dir / "report.html").exists()
     (results_dir / "results.json").unlink()
     with pytest.raises(FileNotFoundError, match="header"):
-        report.rebuild(results_dir)
+        rebuild(results_dir)
 
 
 def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
@@ -343,7 +345,7 @@ def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
     for record in records:
         if record["id"] in components:
             record["vq_raw"] = components[record["id"]]
-    table = report.vq_components(records)
+    table = vq_components(records)
     # Documented components first, in the scorer's order; undocumented ones after.
     assert list(table.index) == ["q_sharpness", "q_noise", "flicker", "unknown_term"]
     assert list(table.columns) == ["basic/short", "basic/long", "combined/short", "overall"]
@@ -351,9 +353,9 @@ def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
     assert table.loc["q_sharpness", "combined/short"] != table.loc["q_sharpness", "combined/short"]  # NaN: none stored
     assert table.loc["flicker", "overall"] == pytest.approx(2.0)
     results_dir = write_results_dir(tmp_path, records)
-    html = report.write_report(results_dir, read_json(results_dir / "results.json")).read_text()
+    html = write_report(results_dir, read_json(results_dir / "results.json")).read_text()
     rows = {row[0]: row for row in parse_tables(html).tables["vq-components"][1:]}
     assert rows["q_noise"][1].startswith("noise: falls with grain")
     assert rows["q_noise"][2:] == ["0.700", "1.000", "0.700", "0.660"]
     assert rows["q_sharpness"][4] == "–" and rows["unknown_term"][1] == ""
-    assert report.vq_components([r for r in records if r["id"] == "combined-mid-004"]).empty
+    assert vq_components([r for r in records if r["id"] == "combined-mid-004"]).empty

@@ -20,6 +20,8 @@ from wcbench.cli import main
 from wcbench.models.base import build_model
 from wcbench.models.oracle import OracleModel
 from wcbench.pose import build_estimator
+from wcbench.report.results import build_results
+from wcbench.report.summary import load_records
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
@@ -102,11 +104,9 @@ def test_resume_after_kill_recomputes_nothing(tiny_suite, tmp_path):
     assert sorted(resumed_log) == sorted(c.id for c in suite.cases if c.id not in done)
     clean = tmp_path / "clean"
     run_suite(suite, _KillAfter(None, []), run, _scorers(), clean)
-    from wcbench import report
-
     for path in (killed, clean):
-        records = report.load_records(path)
-        results = report.build_results({}, records)
+        records = load_records(path)
+        results = build_results({}, records)
         for case in results["cases"]:
             case.pop("timing")
         (path / "cmp.json").write_text(json.dumps(results, sort_keys=True))

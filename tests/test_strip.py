@@ -8,10 +8,10 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench import report
 from wcbench.core import video
 from wcbench.cli import main
-from wcbench.report import load_records
+from wcbench.report.results import rebuild
+from wcbench.report.summary import load_records
 from wcbench.run.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
 from wcbench.core.video import read_frames_at, write_video
 
@@ -61,11 +61,11 @@ def test_score_stores_the_strip_and_the_report_draws_it_without_decoding(scored,
         raise AssertionError("the report decoded the video although its strip is stored")
 
     monkeypatch.setattr(video, "read_frames_at", no_decoding)
-    report.rebuild(scored)
+    rebuild(scored)
     assert (scored / "report.html").read_text() == drawn_from_strip
     monkeypatch.undo()
     strip_path(scored, "pan").unlink()  # a folder from before strips were stored: decoded, same page
-    report.rebuild(scored)
+    rebuild(scored)
     assert (scored / "report.html").read_text() == drawn_from_strip
 
 
@@ -80,5 +80,5 @@ def test_a_strip_of_another_video_is_not_shown(scored):
     assert load_strip(path, {**record, "num_frames": 25}) is None  # other frame indices
     path.write_bytes(b"not a zip file")
     assert load_strip(path, record) is None
-    report.rebuild(scored)  # falls back to decoding the video
+    rebuild(scored)  # falls back to decoding the video
     assert "frames of pan" in (scored / "report.html").read_text()

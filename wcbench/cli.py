@@ -68,14 +68,15 @@ def progress_bar() -> Progress:
 def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     """Merge the per-case records into results.json, summary.csv, cases.csv and report.html;
     print the table."""
-    from wcbench import report
     from wcbench.core.storage import write_json
+    from wcbench.report.results import build_results, results_header, write_report
+    from wcbench.report.summary import load_records, print_summary
 
-    records = report.load_records(out_dir)
-    results = report.build_results(report.results_header({**header, **(extra or {})}), records)
+    records = load_records(out_dir)
+    results = build_results(results_header({**header, **(extra or {})}), records)
     write_json(out_dir / "results.json", results)
-    report.write_report(out_dir, results)
-    report.print_summary(results["summary"], title=f"{header.get('model', 'videos')} on "
+    write_report(out_dir, results)
+    print_summary(results["summary"], title=f"{header.get('model', 'videos')} on "
                                                    f"{header.get('suite', 'manifest')}")
     failed = [r for r in records if r.get("status") != "ok"]
     for record in failed:
@@ -160,9 +161,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
-        from wcbench import report
+        from wcbench.report.summary import load_records
 
-        records = report.load_records(out_dir)
+        records = load_records(out_dir)
         done = {r["id"] for r in records}
         missing = [c.id for c in cases if c.id not in done]
         if missing:
@@ -237,15 +238,16 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wcbench import report
     from wcbench.core.storage import FolderBusyError, folder_lock
+    from wcbench.report.results import rebuild
+    from wcbench.report.summary import print_summary
 
     try:
         with folder_lock(Path(args.results_dir), "wcbench report"):
-            results = report.rebuild(Path(args.results_dir))
+            results = rebuild(Path(args.results_dir))
     except FolderBusyError as err:
         raise UsageError(str(err)) from err
-    report.print_summary(results["summary"], title=str(args.results_dir))
+    print_summary(results["summary"], title=str(args.results_dir))
     console.print(f"rebuilt {Path(args.results_dir) / 'report.html'}")
     return 0
 
@@ -293,19 +295,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from wcbench.leaderboard import submit
+    from wcbench.report.leaderboard import submit
 
     return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.seed)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from wcbench.leaderboard import verify
+    from wcbench.report.leaderboard import verify
 
     return verify(Path(args.results_dir), args.sample, args.seed, console)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from wcbench.leaderboard import print_leaderboard
+    from wcbench.report.leaderboard import print_leaderboard
 
     return print_leaderboard(args.suite, Path(args.leaderboards), console)
 

@@ -267,7 +267,7 @@ class UpdateWatch:
 def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
     """Run the held-out suite with wcbench (default scorers) on a frozen copy; its summary block."""
     from wcbench.pose import build_estimator
-    from wcbench.report import summarize
+    from wcbench.report.summary import summarize
     from wcbench.run.runner import RunConfig, run_suite
     from wcbench.scoring.quality import build_quality_scorer
     from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter

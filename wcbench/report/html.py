@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench import plots
-from wcbench.report import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
+from wcbench.report import plots
+from wcbench.report.summary import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
                             per_clip_curves, top_confusions, vq_digits)
 from wcbench.run.strip import load_strip, sample_indices, strip_path, thumbnail
 
@@ -174,7 +174,7 @@ def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
 
 def _vq_components_section(records: list[dict]) -> str:
     """Each stored VQ component per track x horizon, with what it measures: what lowered VQ."""
-    from wcbench.report import vq_components
+    from wcbench.report.summary import vq_components
     from wcbench.scoring.quality import COMPONENT_NOTES
 
     table = vq_components(records)

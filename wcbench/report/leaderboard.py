@@ -6,7 +6,7 @@ Submit trusts nothing it can recompute: the suite hash, scorer versions and thre
 this wcbench's; every suite case must be present exactly once and nothing else; each case's
 script and commanded labels must be the suite's, its accuracy must follow from its labels, every
 aggregate from the cases; every video must be present with the hash its record holds; and a
-seeded sample of cases is re-scored from the videos (:mod:`wcbench.audit`). Results of
+seeded sample of cases is re-scored from the videos (:mod:`wcbench.report.audit`). Results of
 ``wcbench run`` and of ``wcbench score`` on a manifest exported from the suite are accepted alike.
 """
 
@@ -145,8 +145,8 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
     ``sample`` cases (default: at least 3 or 10 %) are re-scored from their videos under
     ``seed`` (default: derived from the videos' hashes). Raises SubmissionError naming the case.
     """
-    from wcbench import audit
-    from wcbench.report import load_records, summarize
+    from wcbench.report import audit
+    from wcbench.report.summary import load_records, summarize
 
     results_path = results_dir / "results.json"
     if not results_path.exists():
@@ -295,8 +295,8 @@ def verify(results_dir: Path, sample: int | None, seed: int | None, console: Con
     """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
     10 %, seeded by the videos' hashes) with the recorded scorers; flag every case that differs
     or whose video is missing, and go on to the next. Exit status 1 when any case is flagged."""
-    from wcbench import audit
-    from wcbench.report import load_records
+    from wcbench.report import audit
+    from wcbench.report.summary import load_records
 
     results_path = results_dir / "results.json"
     if not results_path.exists():

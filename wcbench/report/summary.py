@@ -1,5 +1,6 @@
-"""Results -> numbers: per track x horizon summaries with bootstrap intervals, tables, confusion
-matrices, the terminal table, results.json, summary.csv, cases.csv and report.html.
+"""Records -> numbers: per track x horizon summaries with bootstrap intervals, the tables of
+summary.csv and cases.csv, per-clip curves, confusion matrices and the terminal table
+(:mod:`wcbench.report.results` writes them to files, :mod:`wcbench.report.html` the page).
 
 Everything here reads the per-case records (DIR/cases/<id>.json, see the records contract) and
 never re-scores a video: a report can always be rebuilt from the records alone.
@@ -19,13 +20,11 @@ import numpy as np
 import pandas as pd
 
 from wcbench.core.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_hits, label_name
-from wcbench.core.storage import read_json, write_json, write_text
+from wcbench.core.storage import read_json
 
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")
 METRICS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq")
-# results.json layout: 2 added schema_version, environment (versions, hardware, time) and "command".
-RESULTS_SCHEMA_VERSION = 2
 # Stand-ins for records without a track or horizon (videos scored from a manifest).
 NO_TRACK = "external"
 NO_HORIZON = "any"
@@ -171,11 +170,6 @@ def summary_table(summary: dict) -> pd.DataFrame:
     table[float_columns] = table[float_columns].astype(float)  # None -> NaN
     table["n_failed"] = table["n_failed"].astype("Int64")
     return table
-
-
-def write_summary_csv(path: str | Path, summary: dict) -> None:
-    """Write :func:`summary_table` as CSV atomically (full precision; empty cells for missing)."""
-    write_text(path, summary_table(summary).to_csv(index=False))
 
 
 # ---------------------------------------------------------------- VQ components
@@ -374,68 +368,3 @@ def print_summary(summary: dict, title: str = "wcbench results", console: Any = 
         console.print(f"[red]{failed} failed case(s)[/red] left out of every mean (see report.html).")
     console.print("[dim]IF: share of frame transitions whose detected camera motion matches the command "
                   "(full label; trans / rot alone). VQ: higher is better. CI: 95% bootstrap over cases.[/dim]")
-
-
-# ---------------------------------------------------------------- results.json and files
-
-
-def strip_record(record: dict) -> dict:
-    """A record as stored in results.json: without the bulky "labels" and "paths"."""
-    return {k: v for k, v in record.items() if k not in ("labels", "paths")}
-
-
-def results_header(header: dict) -> dict:
-    """A run's header for results.json, stamped with the schema version and the environment
-    (package versions, hardware, time) it is written in."""
-    from wcbench.core.environment import environment
-
-    return {"schema_version": RESULTS_SCHEMA_VERSION, **header, "environment": environment()}
-
-
-def build_results(header: dict, records: list[dict]) -> dict:
-    """The results.json body: ``header`` fields, then "cases" (sorted by id, so the file does not
-    depend on the order in which processes finished) and "summary"."""
-    clash = {"cases", "summary"} & set(header)
-    if clash:
-        raise ValueError(f"header must not hold {sorted(clash)}: build_results computes them")
-    cases = [strip_record(r) for r in sorted(records, key=lambda r: r["id"])]
-    return {**header, "cases": cases, "summary": summarize(records)}
-
-
-def write_report(results_dir: str | Path, results: dict, records: list[dict] | None = None) -> Path:
-    """Write DIR/summary.csv, DIR/cases.csv (one row per case) and the self-contained
-    DIR/report.html; return the HTML path.
-
-    ``records`` default to DIR/cases/*.json (the full records: the confusion matrices and
-    camera paths need the "labels" and "paths" that results.json leaves out).
-    """
-    from wcbench.report_html import render_report
-
-    results_dir = Path(results_dir)
-    if records is None:
-        records = load_records(results_dir)
-    write_summary_csv(results_dir / "summary.csv", results["summary"])
-    write_text(results_dir / "cases.csv", case_table(records).to_csv(index=False))
-    html_path = results_dir / "report.html"
-    write_text(html_path, render_report(results_dir, results, records))
-    return html_path
-
-
-def rebuild(results_dir: str | Path, header: dict | None = None) -> dict:
-    """Re-create results.json, summary.csv, cases.csv and report.html from DIR/cases/*.json, no re-scoring.
-
-    The header (version, estimator, quality, suite, model...) comes from the existing
-    results.json unless ``header`` is given. Returns the new results body.
-    """
-    results_dir = Path(results_dir)
-    if header is None:
-        results_path = results_dir / "results.json"
-        if not results_path.exists():
-            raise FileNotFoundError(f"{results_path}: missing; rebuild keeps its header (version, estimator, "
-                                    "quality scorer, suite, model), so pass header=... to rebuild without it")
-        header = {k: v for k, v in read_json(results_path).items() if k not in ("cases", "summary")}
-    records = load_records(results_dir)
-    results = build_results(header, records)
-    write_json(results_dir / "results.json", results)
-    write_report(results_dir, results, records)
-    return results
