@@ -289,7 +289,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from wcbench.calibrate import run_calibration
+    from wcbench.pose.calibrate_cli import run_calibration
 
     return run_calibration(args, console)
 
