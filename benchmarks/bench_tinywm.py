@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from wcbench.core.actions import clip_step_ranges
-from wcbench.run.runner import generate_case
 from wcbench.data.suite import load_suite
+from wcbench.run.runner import generate_case
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip
 from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm
 

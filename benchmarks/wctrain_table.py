@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from wcbench.report.summary import load_records, summarize_group
 from wcbench.core.storage import read_json, write_text
+from wcbench.report.summary import load_records, summarize_group
 
 
 def main() -> None:

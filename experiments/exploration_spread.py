@@ -20,13 +20,13 @@ import argparse
 import numpy as np
 import torch
 
+from per_label_following import STRAFE_YAW
 from wcbench.core.actions import script_from_steps
+from wcbench.data.suite import load_suite
 from wcbench.pose import build_estimator
 from wcbench.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
-from per_label_following import STRAFE_YAW
-from wcbench.data.suite import load_suite
 from wctrain.config import RLConfig
 from wctrain.episodes import sample_episode
 from wctrain.exploration import Exploration

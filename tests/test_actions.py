@@ -5,12 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (
-    NUM_LABELS, NUM_ROTATION, Action, ScriptError, StepSizes, Thresholds, classify_relative_pose,
-    clip_step_ranges, frames_for_latents, label_hits, label_name, latents_for_frames, load_worldplay_json,
-    parse_script, relative_pose, rot_x, rot_y, save_worldplay_json, script_from_steps,
-    script_trajectory, step_labels_from_latent_poses, step_of_frame, intrinsics_from_fov,
-)
+from wcbench.core.actions import (NUM_LABELS, NUM_ROTATION, Action, ScriptError, StepSizes, Thresholds,
+                                  classify_relative_pose, clip_step_ranges, frames_for_latents, intrinsics_from_fov,
+                                  label_hits, label_name, latents_for_frames, load_worldplay_json, parse_script,
+                                  relative_pose, rot_x, rot_y, save_worldplay_json, script_from_steps,
+                                  script_trajectory, step_labels_from_latent_poses, step_of_frame)
 
 
 @pytest.mark.parametrize("text", [

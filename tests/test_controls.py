@@ -8,13 +8,13 @@ import textwrap
 import numpy as np
 import pytest
 
+from wcbench.cli import main
 from wcbench.core import controls
 from wcbench.core.actions import (NUM_LABELS, Action, Thresholds, intrinsics_from_fov, load_worldplay_json,
-                             parse_script, script_from_steps, script_trajectory, step_labels_from_latent_poses)
-from wcbench.cli import main
-from wcbench.models.base import build_model
-from wcbench.scoring.following import commanded_labels
+                                  parse_script, script_from_steps, script_trajectory, step_labels_from_latent_poses)
 from wcbench.data.suite import load_suite
+from wcbench.models.registry import build_model
+from wcbench.scoring.following import commanded_labels
 
 STEPS = load_suite("wc-mini").steps
 # every one of the 81 labels, once each (81 latent steps), then the same script reversed

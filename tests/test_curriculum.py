@@ -4,10 +4,8 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import NUM_LABELS, Action, parse_script
-from wctrain.curriculum import (
-    PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask, label_scores,
-    update_label_accuracy,
-)
+from wctrain.curriculum import (PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask,
+                                label_scores, update_label_accuracy)
 
 FORWARD, STRAFE_TURN, TURN = Action(forward=1).label, Action(right=1, yaw=1).label, Action(yaw=-1).label
 

@@ -11,11 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
-from wcbench.core.actions import NUM_ROTATION
 from wcbench.cli import main
-from wcbench.report.results import rebuild
-from wcbench.report.leaderboard import SubmissionError, render_markdown, validate
+from wcbench.core.actions import NUM_ROTATION
 from wcbench.core.video import read_video, write_video
+from wcbench.report.leaderboard import SubmissionError, render_markdown, validate
+from wcbench.report.results import rebuild
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,14 @@ import pytest
 import torch
 from PIL import Image
 
-from wcbench.core.actions import Action, parse_script, script_trajectory
 from wcbench.cli import main
-from wcbench.models.base import CaseInfo, WholeVideoModel, build_model
+from wcbench.core.actions import Action, parse_script, script_trajectory
+from wcbench.data.suite import load_suite
+from wcbench.models.base import CaseInfo, WholeVideoModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.models.plugin import parse_model_args
+from wcbench.models.registry import build_model
 from wcbench.run.runner import Placement, generate_case
-from wcbench.data.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
 RNG = np.random.default_rng(0)

@@ -13,8 +13,8 @@ import pytest
 
 from wcbench.cli import main
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
-from wcbench.data.suite import load_suite
 from wcbench.core.video import write_video
+from wcbench.data.suite import load_suite
 
 
 def snapshot(folder: Path) -> dict:

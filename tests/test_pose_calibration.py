@@ -5,30 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (
-    StepSizes,
-    Thresholds,
-    classify_relative_pose,
-    classify_rotation,
-    classify_translation,
-    parse_script,
-    relative_pose,
-    rot_x,
-    rot_y,
-    script_trajectory,
-)
+from wcbench.core.actions import (StepSizes, Thresholds, classify_relative_pose, classify_rotation,
+                                  classify_translation, parse_script, relative_pose, rot_x, rot_y, script_trajectory)
 from wcbench.pose.base import PoseEstimate
-from wcbench.pose.calibration import (
-    CalibrationSpec,
-    calibrate,
-    calibrate_thresholds,
-    confusion_report,
-    degrade,
-    render_calibration_videos,
-    rotation_labels,
-    translation_labels,
-    widest_plateau,
-)
+from wcbench.pose.calibration import (CalibrationSpec, calibrate, calibrate_thresholds, confusion_report, degrade,
+                                      render_calibration_videos, rotation_labels, translation_labels, widest_plateau)
 
 SCRIPTS = ["w-2, left-2, none-1", "d+up-2, s+right-2, none-1", "a-1, down-2, w+left-2"]
 

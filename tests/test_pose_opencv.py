@@ -9,20 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (
-    StepSizes,
-    camera_rotation,
-    classify_relative_pose,
-    intrinsics_from_fov,
-    parse_script,
-    relative_pose,
-    rot_x,
-    rot_y,
-    script_trajectory,
-    yaw_pitch_deg,
-)
-from wcbench.pose import build_estimator, latent_windows
-from wcbench.pose import geometry as geo
+from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, parse_script,
+                                  relative_pose, rot_x, rot_y, script_trajectory, yaw_pitch_deg)
+from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration import degrade
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size

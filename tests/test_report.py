@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from wcbench.core.actions import Action, NUM_LABELS
+from wcbench.core.actions import NUM_LABELS, Action
 from wcbench.core.storage import read_json, write_json
 from wcbench.core.video import write_video
 from wcbench.report.results import build_results, rebuild, write_report, write_summary_csv

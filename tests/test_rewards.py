@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_script, trajectory_from_actions
 from wcbench.cli import main
+from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_script, trajectory_from_actions
+from wcbench.core.video import write_video
 from wcbench.pose import build_estimator
 from wcbench.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.core.video import write_video
 from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)
 

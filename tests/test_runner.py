@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.models.base import build_model
+from wcbench.core.video import read_frames_at
+from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
+from wcbench.models.registry import build_model
 from wcbench.pose import build_estimator
 from wcbench.report.results import build_results
 from wcbench.report.summary import load_records
 from wcbench.run.runner import RunConfig, run_suite
+from wcbench.run.strip import load_strip, sample_indices, strip_path
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.run.strip import load_strip, sample_indices, strip_path
-from wcbench.data.suite import load_suite
-from wcbench.core.video import read_frames_at
 
 REPO = Path(__file__).resolve().parents[1]
 

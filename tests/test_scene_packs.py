@@ -10,11 +10,11 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import intrinsics_from_fov
 from wcbench.cli import main
+from wcbench.core.actions import intrinsics_from_fov
+from wcbench.data.suite import SuiteError, load_suite
 from wcbench.scenes import case_world
 from wcbench.scenes.packs import scene_family
-from wcbench.data.suite import SuiteError, load_suite
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTIONS = {"harbour.jpg": "A harbour at dusk, boats moored along a stone pier",

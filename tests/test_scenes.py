@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
-from wcbench.models.base import CaseInfo, available_models, build_model
+from wcbench.models.base import CaseInfo
+from wcbench.models.registry import available_models, build_model
 from wcbench.scenes.synthetic import build_scene, render, render_frames
 
 SCRIPT = parse_script("w-2, left-1, d+up-1")

@@ -8,12 +8,12 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core import video
 from wcbench.cli import main
+from wcbench.core.video import read_frames_at, write_video
+from wcbench.report import html
 from wcbench.report.results import rebuild
 from wcbench.report.summary import load_records
 from wcbench.run.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
-from wcbench.core.video import read_frames_at, write_video
 
 SCRIPT = "d-2, right-3"  # 5 latent steps: 21 frames
 
@@ -60,7 +60,7 @@ def test_score_stores_the_strip_and_the_report_draws_it_without_decoding(scored,
     def no_decoding(*args):
         raise AssertionError("the report decoded the video although its strip is stored")
 
-    monkeypatch.setattr(video, "read_frames_at", no_decoding)
+    monkeypatch.setattr(html, "read_frames_at", no_decoding)
     rebuild(scored)
     assert (scored / "report.html").read_text() == drawn_from_strip
     monkeypatch.undo()

@@ -11,15 +11,8 @@ from wcbench.models.base import WorldModel
 from wctrain.models.base import TrainableWorldModel, actions_to_tensor, sample_clip
 from wctrain.models.tinywm import TinyWM
 from wctrain.models.wcbench_adapter import DEFAULT_CHECKPOINT, TinyWMWorldModel, load_tinywm
-from wctrain.pretrain import (
-    Batch,
-    DataConfig,
-    flow_matching_loss,
-    load_pretrain_config,
-    pretrain,
-    render_dataset,
-    sample_batch,
-)
+from wctrain.pretrain import (Batch, DataConfig, flow_matching_loss, load_pretrain_config, pretrain, render_dataset,
+                              sample_batch)
 
 TINY = dict(height=16, width=16, block_out_channels=(8, 16), cond_embed_dim=16, attention_heads=2,
             num_inference_steps=3)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import parse_script
+from wcbench.core.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
+                                write_video)
 from wcbench.pose import build_estimator
 from wcbench.scoring.case import CaseScorer, Scorers, score_frames
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.core.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
-                           write_video)
 
 
 def _panning(num_frames: int, height: int = 48, width: int = 64) -> np.ndarray:

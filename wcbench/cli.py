@@ -22,10 +22,16 @@ from typing import Any, Iterator
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console(stderr=True)
+from wcbench.core.controls import FORMATS
+from wcbench.core.storage import FolderBusyError, folder_lock, write_json
+from wcbench.core.terminal import console, progress_bar
+from wcbench.models.plugin import parse_model_args
+from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir, require_folder
+
+# Each command imports its own modules when it runs: together they load pandas, matplotlib, OpenCV,
+# SciPy and hydra (about 2 s), which `wcbench --help` and `wcbench suites` need not wait for.
 
 
 class UsageError(Exception):
@@ -60,15 +66,9 @@ def build_scorers(cfg: Any):
                    options={"estimator": dict(cfg.estimator_options), "quality": dict(cfg.quality_options)})
 
 
-def progress_bar() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=console)
-
-
 def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     """Merge the per-case records into results.json, summary.csv, cases.csv and report.html;
     print the table."""
-    from wcbench.core.storage import write_json
     from wcbench.report.results import build_results, results_header, write_report
     from wcbench.report.summary import load_records, print_summary
 
@@ -89,8 +89,6 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
 
 
 def _check_out(path: str) -> Path:
-    from wcbench.run.outdir import require_folder
-
     out_dir = Path(path)
     require_folder(out_dir)
     return out_dir
@@ -121,8 +119,6 @@ def _launcher(device: str) -> Any:
 
 def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
     """Model options from ``model_options.KEY=...`` settings and ``--model-args k=v,...`` (not both for one key)."""
-    from wcbench.models.plugin import parse_model_args
-
     options = dict(cfg.model_options)
     extra = parse_model_args(model_args) if model_args else {}
     twice = sorted(set(options) & set(extra))
@@ -132,9 +128,9 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from wcbench.models.base import build_model
-    from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
     from wcbench.data.suite import load_suite
+    from wcbench.models.registry import build_model
+    from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
 
     cfg = load_config(args.overrides)
     suite = load_suite(args.suite)
@@ -179,9 +175,6 @@ def _claim(out_dir: Path, header: dict, accelerator: Any = None) -> Iterator[Non
     """Claim and lock the folder (:func:`wcbench.run.outdir.claim_out_dir`) for the whole block, on
     rank 0 of a sharded run; the other ranks learn whether it could and then check the claim
     themselves. A refusal is a UsageError (exit 2), with the folder untouched."""
-    from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir
-    from wcbench.core.storage import FolderBusyError
-
     is_main = accelerator is None or accelerator.is_main_process
     with ExitStack() as stack:
         refusal = None
@@ -238,7 +231,6 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wcbench.core.storage import FolderBusyError, folder_lock
     from wcbench.report.results import rebuild
     from wcbench.report.summary import print_summary
 
@@ -253,8 +245,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from wcbench.run.export import export_suite
     from wcbench.data.suite import load_suite
+    from wcbench.run.export import export_suite
 
     suite = load_suite(args.suite)
     with progress_bar() as progress:
@@ -281,7 +273,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from wcbench.models.base import available_models
+    from wcbench.models.registry import available_models
 
     for name in available_models():
         print(name)
@@ -315,8 +307,6 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
-    from wcbench.core.controls import FORMATS
-
     parser = argparse.ArgumentParser(prog="wcbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import asdict
 
 from hydra.errors import ConfigCompositionException
 from rich.console import Console
@@ -39,8 +40,6 @@ def hydra_value(value: object) -> str:
 
 def settings_text(config: object) -> str:
     """Every setting of a config dataclass as ``key=default`` lines, for ``--help``."""
-    from dataclasses import asdict
-
     def flat(data: dict, prefix: str = "") -> list[str]:
         lines = []
         for key, value in data.items():
@@ -67,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cfg = load_config(args.command, args.overrides)
+        # imported here, not on top: they need torch (the [train] extra); `wctrain --help` does not
         if args.command == "pretrain":
             from wctrain.pretrain import pretrain
 

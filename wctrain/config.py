@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
 CONF_DIR = Path(__file__).parent / "conf"
 
 ROLLOUTS = ("clip", "sample")  # sample: G whole videos (the paper's sample-level ablation)
@@ -202,9 +206,6 @@ SCHEMAS = {"train": TrainerConfig, "pretrain": PretrainConfig}
 
 def load_config(name: str, overrides: list[str]) -> Any:
     """Compose ``conf/<name>.yaml`` (over its structured schema) with hydra ``key=value`` overrides."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.config_store import ConfigStore
-
     bad = [item for item in overrides if "=" not in item]
     if bad:
         raise ValueError(f"unexpected argument(s) {bad}: settings are key=value, e.g. rl.steps=20")
@@ -218,8 +219,6 @@ def load_config(name: str, overrides: list[str]) -> Any:
 def _to_dataclass(cls: type, cfg: Any, parts: dict[str, type]) -> Any:
     if isinstance(cfg, cls):
         return cfg
-    from omegaconf import OmegaConf
-
     data = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else dict(cfg)
     return cls(**{k: parts[k](**v) if k in parts else v for k, v in data.items()})
 

@@ -33,17 +33,19 @@ import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 
-from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script, \
-    script_trajectory
-from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
+from wcbench.core.actions import (FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script,
+                                  script_trajectory)
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, generate_script, load_suite
+from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
 from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
-from wctrain.models.registry import build_trainable, load_weights, save_model
 from wctrain.models.base import draw_noise
+from wctrain.models.registry import build_trainable, load_weights, save_model
 from wctrain.sampling import add_noise
 
 __all__ = ["Batch", "DataConfig", "PretrainConfig", "TrainConfig", "flow_matching_loss", "load_pretrain_config",
@@ -301,10 +303,6 @@ def pretrain(cfg: Any) -> Path:
 
     ``cfg``: a :class:`PretrainConfig`, or the DictConfig from :func:`load_pretrain_config`.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
-
     cfg = to_pretrain_config(cfg)
     train = cfg.train
     run_dir = Path(cfg.run_dir)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from wcbench.core.actions import Script, clip_step_actions
+from wcbench.core.actions import Script, clip_step_actions, script_from_steps
 from wcbench.scoring.case import ClipView
 from wctrain.exploration import Exploration, exploring
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
@@ -127,7 +127,5 @@ def rollout_sample_level(model, episode: Episode, clip: int, group_size: int, si
 
 
 def _view(frame0: np.ndarray, last: np.ndarray, clip_frames: np.ndarray, step_actions: list) -> ClipView:
-    from wcbench.core.actions import script_from_steps
-
     return ClipView(frames=np.concatenate([last[None], clip_frames]), script=script_from_steps(step_actions),
                     reference=frame0)

@@ -24,21 +24,30 @@ from typing import Any
 
 import numpy as np
 import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState
+from accelerate.utils import DistributedType, broadcast
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 
 from wcbench.core.actions import clip_step_actions
-from wcbench.scoring.case import Scorers
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
+from wcbench.pose import build_estimator
+from wcbench.report.summary import summarize
+from wcbench.run.runner import RunConfig, run_suite
+from wcbench.scoring.case import Scorers
+from wcbench.scoring.quality import build_quality_scorer
 from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages
-from wctrain.checkpoint import (TrainingState, append_metrics, load_checkpoint, save_checkpoint,
-                                truncate_metrics)
+from wctrain.checkpoint import TrainingState, append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
 from wctrain.config import TrainerConfig, to_trainer_config
 from wctrain.curriculum import label_mask, update_label_accuracy
 from wctrain.episodes import sample_episode, step_generator
 from wctrain.exploration import build_exploration, supports_exploration
 from wctrain.loss import VelocityField, group_loss
 from wctrain.models.registry import build_trainable, save_model
+from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
 from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rewards import Reward, RewardContext, build_rewards, score_group
 from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
@@ -82,8 +91,6 @@ class Run:
 def build_model(cfg: TrainerConfig, accelerator: Any) -> nn.Module:
     """The configured model on the device in train mode, with only ``rl.trainable`` trainable;
     every rank starts from rank 0's weights (a factory may draw random weights per process)."""
-    from accelerate.utils import broadcast
-
     model = build_trainable(cfg.model, cfg.model_options).to(accelerator.device).train()
     if accelerator.num_processes > 1:
         with torch.no_grad():
@@ -102,9 +109,6 @@ def build_model(cfg: TrainerConfig, accelerator: Any) -> nn.Module:
 
 def build_run_rewards(cfg: TrainerConfig, suite: Suite) -> dict[str, Reward]:
     """The configured rewards, checked against what the curriculum needs."""
-    from wcbench.pose import build_estimator
-    from wcbench.scoring.quality import build_quality_scorer
-
     scorers = Scorers(build_estimator(cfg.reward.estimator), build_quality_scorer(cfg.reward.quality))
     rewards = build_rewards(cfg.reward.funcs, RewardContext(scorers, suite.fov_deg))
     if cfg.rl.uses_curriculum and FOLLOWING not in rewards:
@@ -115,10 +119,6 @@ def build_run_rewards(cfg: TrainerConfig, suite: Suite) -> dict[str, Reward]:
 
 def build_run(cfg: TrainerConfig) -> Run:
     """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite; resumes."""
-    from accelerate import Accelerator
-    from accelerate.state import AcceleratorState, GradientState
-    from accelerate.utils import DistributedType
-
     suite = load_suite(cfg.suite)
     rewards = build_run_rewards(cfg, suite)  # bad reward settings fail before the model loads
     # accelerate keeps its settings process-wide: a second train() in one process (a notebook, the
@@ -266,12 +266,6 @@ class UpdateWatch:
 
 def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
     """Run the held-out suite with wcbench (default scorers) on a frozen copy; its summary block."""
-    from wcbench.pose import build_estimator
-    from wcbench.report.summary import summarize
-    from wcbench.run.runner import RunConfig, run_suite
-    from wcbench.scoring.quality import build_quality_scorer
-    from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
-
     suite = load_suite(cfg.eval.suite)
     if cfg.eval.limit:
         suite = replace(suite, cases=suite.cases[:cfg.eval.limit])
@@ -282,9 +276,6 @@ def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
 
 
 def _progress(console_quiet: bool):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     return Progress(TextColumn("[bold]wctrain"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
                     TimeElapsedColumn(), console=Console(stderr=True, quiet=console_quiet))
 

@@ -14,6 +14,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict
 
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 CONF_DIR = Path(__file__).parents[1] / "conf"
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -72,11 +77,6 @@ def normalise_overrides(overrides: list[str]) -> list[str]:
 
 def load_settings(overrides: list[str], name: str = "run") -> RunSettings:
     """Compose ``conf/<name>/<name>.yaml`` with the overrides and check every value's type."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
     items = normalise_overrides(overrides)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR / name), version_base=None):

@@ -7,6 +7,7 @@ deterministically from that. ``base: other-suite`` lets a variant override a few
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -17,14 +18,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from wcbench.core.actions import (
-    Action,
-    ScriptError,
-    StepSizes,
-    latents_for_frames,
-    parse_script,
-    script_from_steps,
-)
+from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
+from wcbench.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
+from wcbench.scenes.synthetic import RENDERER_VERSION, SCENE_FAMILIES
 
 SUITE_FORMAT_VERSION = 1
 HORIZON_FRAMES = {"short": 125, "mid": 253, "long": 381}
@@ -97,9 +93,6 @@ class Suite:
     def content_hash(self) -> str:
         """sha256 over everything that affects scores: parameters, cases, renderer version and,
         for an image pack, the captions and image bytes (not where the folder lies)."""
-        from wcbench.scenes.packs import image_pack_digest, image_pack_folder
-        from wcbench.scenes.synthetic import RENDERER_VERSION
-
         payload = {k: v for k, v in asdict(self).items() if k not in ("description", "source", "meta")}
         payload["format"] = SUITE_FORMAT_VERSION
         payload["renderer"] = RENDERER_VERSION
@@ -170,8 +163,6 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
         return path
     candidate = builtin_suites_dir() / f"{name_or_path}.yaml"
     if not candidate.exists():
-        import difflib
-
         known = list_suites()
         close = difflib.get_close_matches(str(name_or_path), known, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -205,11 +196,6 @@ def _read_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
 def _validate_scenes(path: Path, raw: Any) -> dict:
     """``{pack: synthetic, family: NAME | [NAMES]}`` or ``{pack: images, path: DIR}``, checked;
     the default family (room) is left out so that such suites keep their hash."""
-    import difflib
-
-    from wcbench.scenes.packs import PACKS, load_image_folder_pack
-    from wcbench.scenes.synthetic import SCENE_FAMILIES
-
     scenes = dict(raw) if isinstance(raw, dict) else None
     if scenes is None:
         raise SuiteError(f"{path}: scenes must be a mapping, e.g. {{pack: synthetic, family: room}}")

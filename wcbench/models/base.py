@@ -1,4 +1,5 @@
-"""The world-model protocol the harness drives, and the registry that finds models by name.
+"""The world-model protocol the harness drives (the registry that finds models by name is
+:mod:`wcbench.models.registry`).
 
 A model is driven clip by clip: ``reset(image, prompt, seed, info)`` returns frame 0, then
 ``step(actions)`` returns the 4 * len(actions) new frames of one clip's latent steps, until
@@ -6,26 +7,18 @@ the horizon. Frames may be uint8 or float [0, 1] numpy arrays, torch tensors or 
 (:func:`wcbench.models.frames.to_video` converts them, once, in the harness). A model that
 makes the whole video from the whole command subclasses :class:`WholeVideoModel`. Models
 never see metrics, files or scores: the harness owns those.
-
-Models are found by name in one registry fed by ``@register_model`` and by the
-``wcbench.models`` entry-point group; ``videos:DIR`` and ``MODULE:FACTORY`` specs are
-resolved here too, with the current folder (and any ``include_paths``) on the import path.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, StepSizes
 from wcbench.models.frames import Frames, to_video
-from wcbench.models.plugin import call_factory, extend_import_path, import_factory
-from wcbench.core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -113,59 +106,3 @@ class WholeVideoModel(ABC):
         clip = self._video[self._next:self._next + count]
         self._next += count
         return clip
-
-
-ModelFactory = Callable[..., WorldModel]
-MODELS: Registry[WorldModel] = Registry("model", builtins=(
-    "wcbench.models.oracle", "wcbench.models.worldplay", "wcbench.models.matrix_game", "wcbench.models.text_actions"))
-register_model = MODELS.register
-
-
-def _entry_point_factory(entry: EntryPoint) -> ModelFactory:
-    """Import an entry point's target only when the model is built, so that listing models
-    works without the optional packages a plug-in needs."""
-
-    def factory(**options: Any) -> WorldModel:
-        try:
-            target = entry.load()
-        except ImportError as err:
-            raise ValueError(f"model {entry.name!r} ({entry.value}) cannot be imported: {err}. Install what it "
-                             "needs (this project's tinywm: pip install -e '.[train]')") from err
-        return call_factory(entry.name, target, options)
-
-    return factory
-
-
-def _load_entry_points() -> None:
-    for entry in entry_points(group="wcbench.models"):
-        MODELS.add_if_absent(entry.name, _entry_point_factory(entry))
-
-
-def available_models() -> list[str]:
-    _load_entry_points()
-    return MODELS.names()
-
-
-def build_model(spec: str, include_paths: Sequence[str | Path] = (), **options: Any) -> WorldModel:
-    """Build a model from a spec: a registered name (``oracle``, ``tinywm``, see ``wcbench
-    models``), ``videos:DIR`` or ``MODULE:FACTORY``. ``options`` go to the factory."""
-    extend_import_path(include_paths)  # also for loaders that registered models import later
-    if spec.startswith("videos:"):
-        from wcbench.models.videos import VideoFolderModel
-
-        return call_factory("videos", VideoFolderModel, {"folder": spec.split(":", 1)[1], **options})
-    if ":" in spec:
-        factory = import_factory(spec)
-    else:
-        _load_entry_points()
-        if "." in spec and spec not in MODELS.names():
-            module_name, _, attr = spec.rpartition(".")
-            raise ValueError(f"unknown model {spec!r}. Did you mean {module_name + ':' + attr!r}? "
-                             "(a Python factory is written MODULE:FACTORY)")
-        factory = MODELS.get(spec, hint="; or videos:DIR, or MODULE:FACTORY (e.g. examples.my_model:PanZoomModel)")
-    model = call_factory(spec, factory, options)
-    missing = [attr for attr in ("reset", "step") if not callable(getattr(model, attr, None))]
-    if missing:
-        raise TypeError(f"model {spec!r} does not implement the WorldModel protocol: no {' or '.join(missing)}() "
-                        "(see the README's model section)")
-    return model

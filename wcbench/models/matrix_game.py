@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from wcbench.core.controls import MATRIX_GAME_MOUSE, matrix_game_arrays
-from wcbench.models.base import CaseInfo, register_model
+from wcbench.models.base import CaseInfo
 from wcbench.models.native import NativeModel
+from wcbench.models.registry import register_model
 
 
 @register_model("matrix-game")

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from wcbench.core.controls import to_text_actions
-from wcbench.models.base import CaseInfo, register_model
+from wcbench.models.base import CaseInfo
 from wcbench.models.native import NativeModel
+from wcbench.models.registry import register_model
 
 
 @register_model("text-actions")

@@ -12,8 +12,8 @@ from typing import Iterator
 import numpy as np
 
 from wcbench.core.actions import FRAMES_PER_LATENT, Action
-from wcbench.models.base import CaseInfo
 from wcbench.core.video import VIDEO_SUFFIXES, VideoSource
+from wcbench.models.base import CaseInfo
 
 
 class VideoFolderModel:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from wcbench.core.actions import to_worldplay_json
-from wcbench.models.base import CaseInfo, register_model
+from wcbench.models.base import CaseInfo
 from wcbench.models.native import NativeModel
+from wcbench.models.registry import register_model
 
 
 @register_model("worldplay")

@@ -20,9 +20,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import yaml
 
-from wcbench.core.registry import Registry
 from wcbench.core.actions import FRAMES_PER_LATENT, Thresholds, intrinsics_from_fov
+from wcbench.core.registry import Registry
 from wcbench.core.storage import write_text
+from wcbench.pose.geometry import rodrigues, rotation_vector
 
 DEFAULT_FOV_DEG = 75.0
 
@@ -102,8 +103,6 @@ def spread_window_motion(rel: np.ndarray, steps: int) -> np.ndarray:
     Each step turns by the same fraction of the window's rotation (same axis) and moves by a
     translation ``t_s`` with ``sum_j R_s^j t_s = t``.
     """
-    from wcbench.pose.geometry import rodrigues, rotation_vector
-
     R_step = rodrigues(rotation_vector(rel[:3, :3]) / steps)
     accumulated = sum(np.linalg.matrix_power(R_step, j) for j in range(steps))
     step = np.eye(4)

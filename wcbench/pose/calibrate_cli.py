@@ -12,6 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from wcbench.core.actions import StepSizes
+from wcbench.core.terminal import progress_bar
+from wcbench.pose import build_estimator
+from wcbench.pose.base import save_estimator_thresholds
+from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, calibrate, calibration_record, confusion_report,
+                                      estimate_video, render_calibration_videos)
 from wcbench.scenes.families import SCENE_FAMILIES
 
 
@@ -31,14 +36,6 @@ def _confusion_table(title: str, labels: list[str], matrix: list[list[int]]) -> 
 
 def run_calibration(args: argparse.Namespace, console: Console) -> int:
     """Calibrate ``args.estimator``; print the confusion matrices and per-axis precision/recall."""
-    from wcbench.cli import progress_bar
-    from wcbench.pose import build_estimator
-    from wcbench.pose.base import save_estimator_thresholds
-    from wcbench.pose.calibration import (
-        DEGRADATIONS, CalibrationSpec, calibrate, calibration_record, confusion_report, estimate_video,
-        render_calibration_videos,
-    )
-
     estimator = build_estimator(args.estimator)
     families = tuple(args.families) if args.families else SCENE_FAMILIES
     unknown = sorted(set(families) - set(SCENE_FAMILIES))

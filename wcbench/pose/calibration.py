@@ -38,6 +38,7 @@ from wcbench.core.actions import (
 from wcbench.pose.base import PoseEstimate
 from wcbench.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
 from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
+from wcbench.scenes.synthetic import build_scene, render_frames
 
 DEGRADATIONS = ("clean", "jpeg", "blur", "noise")
 # rotation label by (yaw sign + 1, pitch sign + 1), taken from the action model itself
@@ -123,8 +124,6 @@ class MotionCase:
 
     def render(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(frames, K, poses) at ``width`` x ``height``."""
-        from wcbench.scenes.synthetic import build_scene, render_frames
-
         poses = self.poses()
         K = intrinsics_from_fov(width, height, self.fov_deg)
         scene = build_scene(self.seed, poses[:, :3, 3], family=self.family)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 _EYE3 = np.eye(3)
 
@@ -118,8 +119,6 @@ def translational_flow(x: np.ndarray, t: np.ndarray) -> np.ndarray:
 def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 6) -> np.ndarray:
     """Each track's vector replaced by the median over its ``neighbours`` nearest tracks (itself
     excluded): parallax is a smooth field over a surface, tracking noise is not."""
-    from scipy.spatial import cKDTree
-
     if len(points) < 2:
         return vectors.copy()
     k = min(neighbours + 1, len(points))

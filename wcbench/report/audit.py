@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from wcbench.core.actions import Thresholds, parse_script
-from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.core.video import VideoReadError, VideoSource
+from wcbench.pose import build_estimator
+from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
+from wcbench.scoring.quality import build_quality_scorer
 
 MIN_SAMPLE = 3
 SAMPLE_SHARE = 0.10
@@ -76,9 +78,6 @@ def choose_sample(records: list[dict], size: int, seed: int) -> list[dict]:
 
 def recorded_scorers(results: dict) -> Scorers:
     """The scorers a results.json names, with the thresholds and options it recorded."""
-    from wcbench.pose import build_estimator
-    from wcbench.scoring.quality import build_quality_scorer
-
     estimator_options = dict(results["estimator"].get("options") or {})
     quality_options = dict(results["quality"].get("options") or {})
     estimator = build_estimator(results["estimator"]["name"], **estimator_options)

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from wcbench.core.video import read_frames_at
 from wcbench.report import plots
 from wcbench.report.summary import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
-                            per_clip_curves, top_confusions, vq_digits)
+                                    per_clip_curves, top_confusions, vq_components, vq_digits)
 from wcbench.run.strip import load_strip, sample_indices, strip_path, thumbnail
+from wcbench.scoring.quality import COMPONENT_NOTES
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
@@ -174,9 +176,6 @@ def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
 
 def _vq_components_section(records: list[dict]) -> str:
     """Each stored VQ component per track x horizon, with what it measures: what lowered VQ."""
-    from wcbench.report.summary import vq_components
-    from wcbench.scoring.quality import COMPONENT_NOTES
-
     table = vq_components(records)
     if table.empty:
         return ""
@@ -276,8 +275,6 @@ def _case_card(results_dir: Path, tag: str, record: dict) -> str:
 def _strip_frames(results_dir: Path, record: dict, indices: list[int]):
     """The strip's frames: those stored while the video was scored (:mod:`wcbench.run.strip`), else
     decoded from the video (the frames shown only, never the whole video held)."""
-    from wcbench.core.video import read_frames_at
-
     stored = load_strip(strip_path(results_dir, record["id"]), record)
     if stored is not None:
         return stored

@@ -24,6 +24,12 @@ from rich.table import Table
 
 from wcbench.core.actions import label_hits
 from wcbench.core.storage import read_json, write_text
+from wcbench.data.suite import SuiteError, load_suite
+from wcbench.pose import build_estimator
+from wcbench.report import audit
+from wcbench.report.summary import load_records, summarize
+from wcbench.scoring.following import commanded_labels
+from wcbench.scoring.quality import build_quality_scorer
 
 TOLERANCE = 1e-9
 _HEADER_KEYS = ("version", "estimator", "quality", "mode", "suite", "suite_hash", "model", "config_hash",
@@ -65,8 +71,6 @@ def _recompute_case(record: dict, where: str) -> None:
 
 
 def _load_suite(results: dict, results_path: Path):
-    from wcbench.data.suite import SuiteError, load_suite
-
     try:
         suite = load_suite(results["suite"])
     except SuiteError:  # not a built-in suite: the file the run used
@@ -81,9 +85,6 @@ def _load_suite(results: dict, results_path: Path):
 
 
 def _check_scorers(results: dict, results_path: Path) -> None:
-    from wcbench.pose import build_estimator
-    from wcbench.scoring.quality import build_quality_scorer
-
     estimator = build_estimator(results["estimator"]["name"])
     if estimator.name == "gt":
         raise SubmissionError(f"{results_path}: scored with the gt estimator, which reads the model's own "
@@ -127,8 +128,6 @@ def _check_case_set(results_dir: Path, suite, records: list[dict]) -> None:
 def _check_case(record: dict, case, mode: str, where: str) -> None:
     """The record is the suite's case: same script, track, horizon, length, commanded labels;
     its accuracies follow from its labels."""
-    from wcbench.scoring.following import commanded_labels
-
     for key, wanted in (("script", case.script), ("track", case.track), ("horizon", case.horizon),
                         ("num_frames", case.num_frames)):
         if record.get(key) != wanted:
@@ -145,9 +144,6 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
     ``sample`` cases (default: at least 3 or 10 %) are re-scored from their videos under
     ``seed`` (default: derived from the videos' hashes). Raises SubmissionError naming the case.
     """
-    from wcbench.report import audit
-    from wcbench.report.summary import load_records, summarize
-
     results_path = results_dir / "results.json"
     if not results_path.exists():
         raise SubmissionError(f"{results_path}: not found; run `wcbench run` (or `wcbench score` on an exported "
@@ -295,9 +291,6 @@ def verify(results_dir: Path, sample: int | None, seed: int | None, console: Con
     """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
     10 %, seeded by the videos' hashes) with the recorded scorers; flag every case that differs
     or whose video is missing, and go on to the next. Exit status 1 when any case is flagged."""
-    from wcbench.report import audit
-    from wcbench.report.summary import load_records
-
     results_path = results_dir / "results.json"
     if not results_path.exists():
         raise SubmissionError(f"{results_path}: not found; nothing to verify")

@@ -10,6 +10,7 @@ import io
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from wcbench.core.actions import Action
@@ -116,8 +117,6 @@ def plot_case_strip(frames: np.ndarray, indices: list[int], labels: dict | None)
 
 
 def _hit_cmap():
-    from matplotlib.colors import ListedColormap
-
     return ListedColormap([MISS_COLOUR, HIT_COLOUR])
 
 

@@ -18,9 +18,13 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
-from wcbench.core.actions import NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, NUM_LABELS, label_hits, label_name
+from wcbench.core.actions import NUM_LABELS, NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, label_hits, label_name
 from wcbench.core.storage import read_json
+from wcbench.scoring.quality import COMPONENT_NOTES
 
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")
@@ -179,8 +183,6 @@ def vq_components(records: list[dict]) -> pd.DataFrame:
     """Mean of each stored VQ component (a record's "vq_raw") over the ok cases of every track x
     horizon and overall: one row per component (the scorer's documented ones first, in
     ``COMPONENT_NOTES`` order), one column per group. Empty when no record stores components."""
-    from wcbench.scoring.quality import COMPONENT_NOTES
-
     ok = [r for r in records if is_ok(r) and isinstance(r.get("vq_raw"), dict)]
     names = {name for r in ok for name in r["vq_raw"]}
     order = [n for n in COMPONENT_NOTES if n in names] + sorted(names - set(COMPONENT_NOTES))
@@ -344,10 +346,6 @@ def vq_digits(values: Iterable[float | None]) -> int:
 
 def print_summary(summary: dict, title: str = "wcbench results", console: Any = None) -> None:
     """Print the summary as a rich table: IF accuracy and VQ with 95% intervals, per group."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console()
     digits = vq_digits(block.get("vq") for block in summary.values())
     # No vertical rules: the table must fit an 80-column terminal.

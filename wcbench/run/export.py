@@ -24,10 +24,10 @@ import cv2
 
 from wcbench.core import controls
 from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
-from wcbench.scenes import case_world
-from wcbench.scoring.following import commanded_labels
 from wcbench.core.storage import write_json, write_text
 from wcbench.data.suite import Case, Suite
+from wcbench.scenes import case_world
+from wcbench.scoring.following import commanded_labels
 
 
 def write_controls(suite: Suite, case: Case, folder: Path, formats: Sequence[str]) -> None:

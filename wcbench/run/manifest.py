@@ -25,12 +25,12 @@ from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
-from wcbench.run.runner import RunConfig, config_hash
-from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 from wcbench.core.storage import read_json, write_json
-from wcbench.run.strip import StripFrames, save_strip, strip_path
-from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.core.video import VideoReadError, VideoSource
+from wcbench.data.suite import Suite, SuiteError, load_suite
+from wcbench.run.runner import RunConfig, config_hash
+from wcbench.run.strip import StripFrames, save_strip, strip_path
+from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 
 REQUIRED = ("id", "video", "actions")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces

@@ -25,20 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import cv2
 import numpy as np
 
 import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
 from wcbench.core.environment import hardware, hardware_label
+from wcbench.core.storage import read_json, write_json, write_text
+from wcbench.core.video import video_writer
+from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
+from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
-from wcbench.core.storage import read_json, write_json, write_text
-from wcbench.run.strip import StripFrames, save_strip, strip_path
-from wcbench.data.suite import Case, Suite
-from wcbench.core.video import video_writer
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -150,8 +151,6 @@ class CaseGeneration:
         image = world.image
         resolution = getattr(self.model, "resolution", None)
         if resolution is not None and tuple(resolution) != suite.resolution:
-            import cv2
-
             image = cv2.resize(image, tuple(resolution), interpolation=cv2.INTER_AREA)
         first, self.generate_s = _call_model(lambda: self.model.reset(image, world.prompt, self.seed, info),
                                              f"{self.label}: reset", self.timeout_s)

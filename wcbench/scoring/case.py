@@ -13,7 +13,8 @@ import numpy as np
 
 from wcbench.core.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
 from wcbench.scoring.following import FollowingResult, score_following
-from wcbench.scoring.quality import QualityResult, clip_vq
+from wcbench.scoring.quality import clip_vq
+from wcbench.scoring.quality_base import QualityResult
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """HPSv3 preference-model scorers (optional: a CUDA GPU, the ``[hpsv3]`` extra and about 16 GB
-of local weights).
+of local weights). torch and hpsv3 are imported when a scorer first runs, so that this
+module, which ``wcbench.scoring.quality`` registers, imports on a plain install.
 
 HPSv3 (Ma et al. 2025, "HPSv3: Towards Wide-Spectrum Human Preference Score") is a Qwen2-VL-7B
 reward model that scores an image against a text prompt; WorldCompass uses it for its
@@ -43,8 +44,9 @@ from typing import Any
 
 import numpy as np
 import yaml
+from PIL import Image
 
-from wcbench.scoring.quality import QualityResult, check_frames, interpolate_samples, sample_indices
+from wcbench.scoring.quality_base import QualityResult, check_frames, interpolate_samples, sample_indices
 
 CHECKPOINT_ENV = "WCBENCH_HPSV3_CHECKPOINT"
 BASE_MODEL_ENV = "WCBENCH_HPSV3_BASE_MODEL"
@@ -146,8 +148,6 @@ def load_hpsv3_inferencer(config: HPSv3Config) -> Any:
 
 def _jpeg_round_trip(image: Any, quality: int) -> Any:
     """What the release's temporary files do to a frame: PIL JPEG at ``quality``, read back."""
-    from PIL import Image
-
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=quality)
     buffer.seek(0)
@@ -171,8 +171,6 @@ class HPSv3Model:
     def score(self, frames: list[np.ndarray], prompts: list[str]) -> np.ndarray:
         """HPSv3 score (mu) of each (H, W, 3) uint8 frame against its prompt."""
         import torch
-        from PIL import Image
-
         if self._inferencer is None:
             self._inferencer = load_hpsv3_inferencer(self.config)
         images = [Image.fromarray(frame) for frame in frames]

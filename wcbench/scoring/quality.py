@@ -41,12 +41,14 @@ tiles).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from wcbench.core.registry import Registry
 from wcbench.scoring import vq_terms
+from wcbench.scoring.hpsv3 import HPSv3Scorer, WorldCompassHPSv3Scorer
+from wcbench.scoring.quality_base import QualityResult, QualityScorer, check_frames, interpolate_samples, sample_indices
 
 
 # What each stored component (a record's "vq_raw") means, in plain words, for reports; the
@@ -70,26 +72,6 @@ COMPONENT_NOTES: dict[str, str] = {
     "hpsv3_caption": "HPSv3 score against the case caption (computed when its weight is not 0)",
     "hpsv3_drift": "minus the distance of the quality score from the start image's (0 = as good as the start)",
 }
-
-
-@dataclass
-class QualityResult:
-    """Per-frame visual quality of one video."""
-
-    per_frame: np.ndarray  # (T,) vq per frame, higher is better, comparable across videos
-    raw: dict[str, np.ndarray]  # (T,) raw components under their own names, NaN where not computed
-
-
-@runtime_checkable
-class QualityScorer(Protocol):
-    """Scores the visual quality of a video, frame by frame."""
-
-    name: str
-    version: str
-    higher_is_better: bool  # of the raw main value; vq (``per_frame``) is always higher-is-better
-
-    def score(self, frames: np.ndarray, prompt: str = "") -> QualityResult:
-        """(T, H, W, 3) uint8 RGB frames (and the case caption) -> per-frame quality."""
 
 
 SCORERS: Registry[QualityScorer] = Registry("quality scorer")
@@ -119,33 +101,6 @@ def clip_vq(result: QualityResult, frame_slice: slice | tuple[int, int] | np.nda
     if np.all(np.isnan(values)):
         return float("nan")
     return float(np.nanmean(values))
-
-
-def check_frames(frames: np.ndarray) -> np.ndarray:
-    """Validate a video for scoring: (T, H, W, 3) or (T, H, W) uint8 with T >= 1."""
-    frames = np.asarray(frames)
-    if frames.dtype != np.uint8:
-        raise ValueError(f"quality scorers take uint8 frames (0-255), got dtype {frames.dtype}")
-    if frames.ndim == 4 and frames.shape[-1] == 1:
-        frames = frames[..., 0]
-    if not (frames.ndim == 3 or (frames.ndim == 4 and frames.shape[-1] == 3)) or frames.shape[0] < 1:
-        raise ValueError(f"quality scorers take (T, H, W, 3) RGB or (T, H, W) gray frames, got {frames.shape}")
-    return frames
-
-
-def interpolate_samples(num_frames: int, indices: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Linear interpolation of values known at sorted frame ``indices`` to all frames."""
-    return np.interp(np.arange(num_frames), indices, values)
-
-
-def sample_indices(num_frames: int, stride: int) -> np.ndarray:
-    """Every ``stride``-th frame from frame 0, plus the last frame (so nothing is extrapolated)."""
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
-    indices = np.arange(0, num_frames, stride)
-    if indices[-1] != num_frames - 1:
-        indices = np.append(indices, num_frames - 1)
-    return indices
 
 
 def spatial_indices(num_frames: int, stride: int) -> np.ndarray:
@@ -278,20 +233,14 @@ def _build_default_drift(**options: Any) -> QualityScorer:
 
 @register_quality_scorer("hpsv3")
 def _build_hpsv3(**options: Any) -> QualityScorer:
-    from wcbench.scoring.hpsv3 import HPSv3Scorer  # the module itself imports hpsv3 lazily
-
     return HPSv3Scorer(is_drift=False, **options)
 
 
 @register_quality_scorer("hpsv3-drift")
 def _build_hpsv3_drift(**options: Any) -> QualityScorer:
-    from wcbench.scoring.hpsv3 import HPSv3Scorer
-
     return HPSv3Scorer(is_drift=True, **options)
 
 
 @register_quality_scorer("hpsv3-worldcompass")
 def _build_hpsv3_worldcompass(**options: Any) -> QualityScorer:
-    from wcbench.scoring.hpsv3 import WorldCompassHPSv3Scorer
-
     return WorldCompassHPSv3Scorer(**options)

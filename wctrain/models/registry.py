@@ -19,6 +19,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable
 
+from diffusers import ModelMixin
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from wcbench.core.registry import Registry
@@ -72,14 +74,10 @@ def build_trainable(spec: str, options: dict[str, Any] | None = None) -> nn.Modu
 
 def save_model(model: nn.Module, folder: Path, spec: str, options: dict[str, Any]) -> None:
     """Export ``model`` to ``folder`` (see the module doc) with the spec that rebuilds it."""
-    from diffusers import ModelMixin
-
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(model, ModelMixin):
         model.save_pretrained(folder)
     else:
-        from safetensors.torch import save_file
-
         save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()},
                   str(folder / STATE_DICT_FILE))
     write_json(folder / EXPORT_INFO, {"model": spec, "model_options": options,
@@ -88,8 +86,6 @@ def save_model(model: nn.Module, folder: Path, spec: str, options: dict[str, Any
 
 def load_weights(model: nn.Module, folder: Path) -> None:
     """Load the weights :func:`save_model` wrote into ``model`` (same architecture)."""
-    from safetensors.torch import load_file
-
     files = [folder / name for name in (STATE_DICT_FILE, DIFFUSERS_WEIGHTS) if (folder / name).exists()]
     if not files:
         raise FileNotFoundError(f"{folder}: no {STATE_DICT_FILE} or {DIFFUSERS_WEIGHTS}; pass a folder written by "

@@ -23,8 +23,9 @@ from torch import nn
 from wcbench.core.actions import FRAMES_PER_LATENT, Action
 from wcbench.models.base import CaseInfo
 from wctrain.models.base import actions_to_tensor, frames_to_tensor, sample_clip, tensor_to_frames
-from wctrain.models.tinywm import SHIPPED_CHECKPOINT as DEFAULT_CHECKPOINT
-from wctrain.models.tinywm import load_tinywm
+from wctrain.models.registry import load_trained
+from wctrain.models.tinywan import load_tinywan
+from wctrain.models.tinywm import SHIPPED_CHECKPOINT as DEFAULT_CHECKPOINT, load_tinywm
 
 __all__ = ["DEFAULT_CHECKPOINT", "TinyWMWorldModel", "TinyWanWorldModel", "TrainableWorldModelAdapter",
            "TrainedWorldModel", "load_tinywm", "resize_frames", "to_model_size"]
@@ -117,8 +118,6 @@ class TinyWanWorldModel(TrainableWorldModelAdapter):
 
     def __init__(self, checkpoint: str | Path | None = None, num_inference_steps: int | None = None,
                  upsample: bool = True, latents_per_clip: int = 4):
-        from wctrain.models.tinywan import load_tinywan
-
         super().__init__(load_tinywan(checkpoint or "shipped"), num_inference_steps, upsample, latents_per_clip)
 
 
@@ -128,6 +127,4 @@ class TrainedWorldModel(TrainableWorldModelAdapter):
 
     def __init__(self, checkpoint: str | Path, num_inference_steps: int | None = None, upsample: bool = True,
                  latents_per_clip: int = 4):
-        from wctrain.models.registry import load_trained
-
         super().__init__(load_trained(checkpoint), num_inference_steps, upsample, latents_per_clip)
