@@ -16,7 +16,8 @@ import argparse
 from pathlib import Path
 
 from wcbench.core.storage import read_json, write_text
-from wcbench.report.summary import load_records, summarize_group
+from wcbench.report.summary import summarize_group
+from wcbench.scoring.record import load_records
 
 
 def main() -> None:
@@ -40,7 +41,7 @@ def main() -> None:
     blocks = {}
     for name, folder in runs:
         records = load_records(folder)
-        blocks[name] = {track: summarize_group([r for r in records if r["track"] == track])
+        blocks[name] = {track: summarize_group([r for r in records if r.track == track])
                         for track in ("basic", "combined")}
     base = blocks[runs[0][0]]
     lines = ["| run | combined IF | Δ | basic IF | Δ | combined VQ (95% CI) | basic VQ (95% CI) |",

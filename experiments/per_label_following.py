@@ -16,17 +16,19 @@ four labels tinywm does not follow) and every other label of the track.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from wcbench.core.actions import Action, label_name
-from wcbench.report.summary import confusion_matrix, load_records
+from wcbench.report.summary import confusion_matrix
+from wcbench.scoring.record import CaseRecord, load_records
 
 
-def track_records(results_dir: Path, track: str) -> list[dict]:
+def track_records(results_dir: Path, track: str) -> list[CaseRecord]:
     """The per-case records of one track in a results folder."""
-    return [r for r in load_records(results_dir) if r.get("track") == track]
+    return [r for r in load_records(results_dir) if r.track == track]
 
 
 def per_label(results_dir: Path, track: str) -> dict[int, tuple[float, int, int]]:
@@ -46,8 +48,8 @@ def by_position(results_dir: Path, track: str, edges: list[int]) -> list[tuple[f
     bounds = [0, *edges, None]
     spans = []
     for start, stop in zip(bounds[:-1], bounds[1:]):
-        cut = [{**r, "labels": {k: r["labels"][k][start:stop] for k in ("commanded", "detected")}}
-               if r.get("labels") else r for r in records]
+        cut = [replace(r, labels={k: r.labels[k][start:stop] for k in ("commanded", "detected")})
+               if r.labels else r for r in records]
         counts = confusion_matrix(cut, "full").to_numpy()
         total = int(counts.sum())
         spans.append((np.trace(counts) / total if total else float("nan"), total))

@@ -97,6 +97,12 @@ def test_score_manifest_with_bad_rows(tiny_suite, tmp_path):
     assert "needs 121" in by_id["short"]["error"] and by_id["short"]["status"] == "failed"
     assert "nothing.mp4" in by_id["missing"]["error"]
     assert "fly" in by_id["badscript"]["error"]
+    # Scored and failed rows store the fields earlier versions wrote (a failed row: what was known).
+    failed_fields = {"id", "track", "horizon", "status", "error", "script", "prompt", "video", "if_acc", "if_trans_acc",
+                     "if_rot_acc", "vq", "vq_raw", "per_clip"}
+    assert set(json.loads((out / "cases" / "missing.json").read_text())) == failed_fields
+    assert set(json.loads((out / "cases" / f"{good['id']}.json").read_text())) == failed_fields | {
+        "num_frames", "latents_per_clip", "fov_deg", "labels", "paths", "confidence_mean", "video_sha256", "timing"}
     overall = results["summary"]["overall"]
     assert overall["n_ok"] == len(tiny_suite.cases) and overall["n_failed"] == 3
     assert overall["if_acc"] == pytest.approx(np.mean([by_id[c.id]["if_acc"] for c in tiny_suite.cases]))

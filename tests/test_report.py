@@ -17,8 +17,9 @@ from wcbench.core.actions import NUM_LABELS, Action
 from wcbench.core.storage import read_json, write_json
 from wcbench.core.video import write_video
 from wcbench.report.results import build_results, rebuild, write_report, write_summary_csv
-from wcbench.report.summary import (bootstrap_ci, command_runs, confusion_matrix, load_records, per_clip_curves,
-                                    print_summary, summarize, top_confusions, vq_components)
+from wcbench.report.summary import (bootstrap_ci, command_runs, confusion_matrix, per_clip_curves, print_summary,
+                                    summarize, top_confusions, vq_components)
+from wcbench.scoring.record import CaseRecord, load_records, save_record
 
 HEADER = {"version": "0.1.0", "estimator": {"name": "gt", "version": "1", "thresholds": {"translation": 0.01}},
           "quality": {"name": "sharpness", "version": "1"}, "mode": "default", "suite": "wc-test",
@@ -31,7 +32,7 @@ NONE = Action().label
 
 
 def make_record(case_id: str, track: str | None, horizon: str | None, commanded: list[int], detected: list[int],
-                vq_per_clip: list[float], video: str | None = None) -> dict:
+                vq_per_clip: list[float], video: str | None = None) -> CaseRecord:
     """A record with 3 clips of 4 transitions each (13 frames); metrics computed here by hand."""
     assert len(commanded) == len(detected) == 12 and len(vq_per_clip) == 3
     per_clip = []
@@ -43,24 +44,21 @@ def make_record(case_id: str, track: str | None, horizon: str | None, commanded:
                          "if_rot_acc": sum(c % 9 == d % 9 for c, d in zip(cmd, det)) / 4,
                          "vq": vq_per_clip[clip]})
     path = [[0.0, 0.0, 0.1 * f] for f in range(13)]
-    return {"id": case_id, "track": track, "horizon": horizon, "status": "ok", "error": None,
-            "script": "w-3", "prompt": "a room", "num_frames": 13, "latents_per_clip": 2,
-            "video": video, "video_sha256": "0" * 64,
-            **{m: sum(c[m] for c in per_clip) / 3 for m in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")},
-            "vq_raw": {"sharpness": 1.0}, "per_clip": per_clip,
-            "labels": {"commanded": commanded, "detected": detected},
-            "paths": {"commanded": path, "estimated": [[x * 7, y, z * 7] for x, y, z in path]},
-            "confidence_mean": 0.9}
+    return CaseRecord(id=case_id, track=track, horizon=horizon, status="ok", script="w-3", prompt="a room",
+                      num_frames=13, latents_per_clip=2, video=video, video_sha256="0" * 64,
+                      **{m: sum(c[m] for c in per_clip) / 3 for m in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")},
+                      vq_raw={"sharpness": 1.0}, per_clip=per_clip,
+                      labels={"commanded": commanded, "detected": detected},
+                      paths={"commanded": path, "estimated": [[x * 7, y, z * 7] for x, y, z in path]},
+                      confidence_mean=0.9)
 
 
-def failed_record(case_id: str, track: str | None, horizon: str | None, error: str) -> dict:
-    return {"id": case_id, "track": track, "horizon": horizon, "status": "failed", "error": error,
-            "script": "w-3", "if_acc": None, "if_trans_acc": None, "if_rot_acc": None, "vq": None,
-            "vq_raw": None, "per_clip": [], "labels": None, "paths": None}
+def failed_record(case_id: str, track: str | None, horizon: str | None, error: str) -> CaseRecord:
+    return CaseRecord(id=case_id, track=track, horizon=horizon, error=error, script="w-3")
 
 
 @pytest.fixture
-def records() -> list[dict]:
+def records() -> list[CaseRecord]:
     perfect = [FORWARD] * 12
     return [
         # basic/short: 12/12 and 6/12 (6 forward transitions seen as standing still).
@@ -78,11 +76,11 @@ def records() -> list[dict]:
     ]
 
 
-def write_results_dir(tmp_path: Path, records: list[dict]) -> Path:
+def write_results_dir(tmp_path: Path, records: list[CaseRecord]) -> Path:
     rng = np.random.default_rng(0)
     write_video(tmp_path / "videos" / "basic-short-000.avi", rng.integers(0, 255, (13, 24, 32, 3), dtype=np.uint8))
     for record in records:
-        write_json(tmp_path / "cases" / f"{record['id']}.json", record)
+        save_record(tmp_path, record)
     write_json(tmp_path / "results.json", build_results(HEADER, records))
     return tmp_path
 
@@ -261,13 +259,23 @@ def test_print_summary_shows_groups_intervals_and_failures(records):
 def test_load_records_names_a_bad_file_and_skips_partial_writes(tmp_path, records):
     write_results_dir(tmp_path, records)
     (tmp_path / "cases" / ".x.partial.json").write_text("{")
-    assert [r["id"] for r in load_records(tmp_path)] == sorted(r["id"] for r in records)
+    loaded = load_records(tmp_path)
+    assert loaded == sorted(records, key=lambda r: r.id)  # a record survives its file unchanged
+    stored = read_json(tmp_path / "cases" / "combined-mid-004.json")
+    assert "labels" not in stored and "video" not in stored and "warnings" not in stored  # failed: only what is known
     (tmp_path / "cases" / "zz-broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="zz-broken.json"):
         load_records(tmp_path)
     (tmp_path / "cases" / "zz-broken.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="zz-broken.json"):
         load_records(tmp_path)
+    ok = read_json(tmp_path / "cases" / "basic-short-000.json")
+    for edited, problem in (({**ok, "if_accuracy": 1.0}, r"unknown case record field\(s\) \['if_accuracy'\]"),
+                            ({k: v for k, v in ok.items() if k != "labels"}, r"lacks field\(s\) \['labels'\]"),
+                            ({**ok, "status": "done"}, "status 'done'")):
+        write_json(tmp_path / "cases" / "zz-broken.json", edited)
+        with pytest.raises(ValueError, match=f"zz-broken.json: .*{problem}"):
+            load_records(tmp_path)
     with pytest.raises(FileNotFoundError, match="cases"):
         load_records(tmp_path / "nowhere")
 
@@ -276,9 +284,9 @@ def test_build_results_strips_bulky_fields(records):
     results = build_results(HEADER, records)
     assert list(results)[:len(HEADER)] == list(HEADER)
     assert all("labels" not in c and "paths" not in c for c in results["cases"])
-    assert [c["id"] for c in results["cases"]] == sorted(r["id"] for r in records)
-    by_id = {r["id"]: r for r in records}
-    assert all(c["per_clip"] == by_id[c["id"]]["per_clip"] for c in results["cases"])
+    assert [c["id"] for c in results["cases"]] == sorted(r.id for r in records)
+    by_id = {r.id: r for r in records}
+    assert all(c["per_clip"] == by_id[c["id"]].per_clip for c in results["cases"])
     with pytest.raises(ValueError, match="summary"):
         build_results({**HEADER, "summary": {}}, records)
 
@@ -292,13 +300,13 @@ def test_report_html_and_csv_numbers_equal_the_records(tmp_path, records):
 
     # Every case row shows the record's numbers (3 decimals), failed ones as missing.
     rows = {row[0]: row for row in page.tables["cases-table"][1:]}
-    assert set(rows) == {r["id"] for r in records}
+    assert set(rows) == {r.id for r in records}
     for record in records:
-        row = rows[record["id"]]
+        row = rows[record.id]
         shown = [float(v) if v != "–" else None for v in row[4:8]]
-        expected = [None if record[m] is None else round(record[m], 3)
+        expected = [None if getattr(record, m) is None else round(getattr(record, m), 3)
                     for m in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")]
-        assert shown == expected, record["id"]
+        assert shown == expected, record.id
     # The summary table shows summary.csv's numbers.
     csv = pd.read_csv(results_dir / "summary.csv").set_index("group")
     summary_rows = {row[0]: row for row in page.tables["summary-table"][1:]}
@@ -343,8 +351,8 @@ def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
                   "combined-short-003": {"q_noise": 0.7, "q_sharpness": None, "flicker": 2.0},
                   "external-005": {"q_noise": 0.2, "q_sharpness": 0.9, "flicker": 4.0, "unknown_term": 7.0}}
     for record in records:
-        if record["id"] in components:
-            record["vq_raw"] = components[record["id"]]
+        if record.id in components:
+            record.vq_raw = components[record.id]
     table = vq_components(records)
     # Documented components first, in the scorer's order; undocumented ones after.
     assert list(table.index) == ["q_sharpness", "q_noise", "flicker", "unknown_term"]
@@ -358,4 +366,4 @@ def test_vq_components_per_horizon_with_plain_words(tmp_path, records):
     assert rows["q_noise"][1].startswith("noise: falls with grain")
     assert rows["q_noise"][2:] == ["0.700", "1.000", "0.700", "0.660"]
     assert rows["q_sharpness"][4] == "–" and rows["unknown_term"][1] == ""
-    assert vq_components([r for r in records if r["id"] == "combined-mid-004"]).empty
+    assert vq_components([r for r in records if r.id == "combined-mid-004"]).empty

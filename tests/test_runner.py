@@ -23,11 +23,11 @@ from wcbench.models.oracle import OracleModel
 from wcbench.models.registry import build_model
 from wcbench.pose import build_estimator
 from wcbench.report.results import build_results
-from wcbench.report.summary import load_records
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.run.strip import load_strip, sample_indices, strip_path
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
+from wcbench.scoring.record import load_record, load_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,6 +53,11 @@ def _comparable(out_dir):
     return results
 
 
+RUN_RECORD_FIELDS = ["id", "track", "horizon", "status", "error", "script", "prompt", "num_frames", "latents_per_clip",
+                     "fov_deg", "if_acc", "if_trans_acc", "if_rot_acc", "vq", "vq_raw", "per_clip", "labels", "paths",
+                     "confidence_mean", "video", "video_sha256", "timing"]
+
+
 def test_run_oracle_with_true_poses_scores_one(tiny_suite, tmp_path):
     out = tmp_path / "run"
     assert main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(out), "estimator=gt"]) == 0
@@ -62,7 +67,10 @@ def test_run_oracle_with_true_poses_scores_one(tiny_suite, tmp_path):
         assert case["status"] == "ok" and case["if_acc"] == 1.0
         assert (out / case["video"]).exists() and len(case["video_sha256"]) == 64
         assert {"track", "horizon", "timing", "per_clip"} <= set(case)
-        record = json.loads((out / "cases" / f"{case['id']}.json").read_text())
+        stored = json.loads((out / "cases" / f"{case['id']}.json").read_text())
+        assert list(stored) == RUN_RECORD_FIELDS  # the file earlier versions wrote, field for field
+        record = load_record(out / "cases" / f"{case['id']}.json")
+        assert record.to_dict() == stored
         strip = load_strip(strip_path(out, case["id"]), record)  # the report's frames, kept while scoring
         assert np.array_equal(strip, read_frames_at(out / case["video"], sample_indices(case["num_frames"])))
     assert results["summary"]["overall"]["if_acc"] == 1.0
@@ -139,15 +147,18 @@ class _Broken(OracleModel):
 def test_failures_are_isolated(tiny_suite, tmp_path):
     out = tmp_path / "broken"
     records = run_suite(load_suite(tiny_suite), _Broken(), RunConfig(model="broken"), _scorers(), out)
-    status = [(r["status"], r["error"]) for r in records]
+    status = [(r.status, r.error) for r in records]
     assert status[0] == ("ok", None)
-    failed_id = records[1]["id"]
+    failed_id = records[1].id
     assert "RuntimeError: out of memory" in status[1][1] and f"cases/{failed_id}.log" in status[1][1]
     trace = (out / "cases" / f"{failed_id}.log").read_text()
     assert trace.startswith("Traceback") and "in reset" in trace and "out of memory" in trace
     assert "expected 12 frames" in status[2][1] and "clip 0" in status[2][1]
     assert "NaN" in status[3][1]
     assert not (out / "videos" / f"{failed_id}.avi").exists()
+    stored = json.loads((out / "cases" / f"{failed_id}.json").read_text())
+    assert list(stored) == [f for f in RUN_RECORD_FIELDS if f not in ("labels", "paths", "confidence_mean", "video",
+                                                                      "video_sha256", "timing")]
     assert not list(out.rglob("*.partial*"))  # the failed cases' videos were never half-written
 
 
@@ -177,8 +188,8 @@ def test_hanging_model_times_out_and_the_run_goes_on(tiny_suite, tmp_path):
     records = run_suite(load_suite(tiny_suite), _HangsOnSecondCase(), RunConfig(model="hangs", timeout_s=1.0),
                         _scorers(), out)
     assert time.monotonic() - started < 50
-    assert [r["status"] for r in records] == ["ok", "failed", "ok", "ok"]
-    assert "clip 0 timed out after 1 s" in records[1]["error"] and records[1]["id"] in records[1]["error"]
+    assert [r.status for r in records] == ["ok", "failed", "ok", "ok"]
+    assert "clip 0 timed out after 1 s" in records[1].error and records[1].id in records[1].error
 
 
 def test_limit_run_extends_to_the_full_suite(tiny_suite, tmp_path):
@@ -229,13 +240,13 @@ def test_estimated_path_points_as_commanded(tiny_suite, tmp_path):
     scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
     records = run_suite(load_suite(tiny_suite), OracleModel(), RunConfig(model="oracle"), scorers, out, limit=2)
     for record in records:
-        commanded = np.diff(np.asarray(record["paths"]["commanded"]), axis=0)
-        estimated = np.diff(np.asarray(record["paths"]["estimated"]), axis=0)
+        commanded = np.diff(np.asarray(record.paths["commanded"]), axis=0)
+        estimated = np.diff(np.asarray(record.paths["estimated"]), axis=0)
         moving = np.linalg.norm(commanded, axis=1) > 1e-6
         assert moving.sum() > 20
         a, b = commanded[moving], estimated[moving]
         cosine = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
-        assert np.median(cosine) > 0.9, record["id"]
+        assert np.median(cosine) > 0.9, record.id
 
 
 def test_user_model_by_module_factory(tiny_suite, tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ the report without decoding the video again; a strip of another video is never s
 folders without strips still get their frames (decoded)."""
 
 import csv
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -12,8 +13,8 @@ from wcbench.cli import main
 from wcbench.core.video import read_frames_at, write_video
 from wcbench.report import html
 from wcbench.report.results import rebuild
-from wcbench.report.summary import load_records
 from wcbench.run.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
+from wcbench.scoring.record import load_records
 
 SCRIPT = "d-2, right-3"  # 5 latent steps: 21 frames
 
@@ -76,8 +77,8 @@ def test_a_strip_of_another_video_is_not_shown(scored):
     fake.add(np.zeros((21, 48, 64, 3), np.uint8))
     save_strip(path, fake, "f" * 64)
     assert load_strip(path, record) is None  # another video's hash
-    save_strip(path, fake, record["video_sha256"])
-    assert load_strip(path, {**record, "num_frames": 25}) is None  # other frame indices
+    save_strip(path, fake, record.video_sha256)
+    assert load_strip(path, replace(record, num_frames=25)) is None  # other frame indices
     path.write_bytes(b"not a zip file")
     assert load_strip(path, record) is None
     rebuild(scored)  # falls back to decoding the video

@@ -29,6 +29,7 @@ from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.core.terminal import console, progress_bar
 from wcbench.models.plugin import parse_model_args
 from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir, require_folder
+from wcbench.scoring.record import load_records
 
 # Each command imports its own modules when it runs: together they load pandas, matplotlib, OpenCV,
 # SciPy and hydra (about 2 s), which `wcbench --help` and `wcbench suites` need not wait for.
@@ -70,7 +71,7 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     """Merge the per-case records into results.json, summary.csv, cases.csv and report.html;
     print the table."""
     from wcbench.report.results import build_results, results_header, write_report
-    from wcbench.report.summary import load_records, print_summary
+    from wcbench.report.summary import print_summary
 
     records = load_records(out_dir)
     results = build_results(results_header({**header, **(extra or {})}), records)
@@ -78,12 +79,12 @@ def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
     write_report(out_dir, results)
     print_summary(results["summary"], title=f"{header.get('model', 'videos')} on "
                                                    f"{header.get('suite', 'manifest')}")
-    failed = [r for r in records if r.get("status") != "ok"]
+    failed = [r for r in records if not r.is_ok]
     for record in failed:
-        console.print(f"[red]failed[/red] {record['id']}: {record.get('error')}")
+        console.print(f"[red]failed[/red] {record.id}: {record.error}")
     for record in records:
-        for warning in record.get("warnings") or []:
-            console.print(f"[yellow]warning[/yellow] {record['id']}: {warning}")
+        for warning in record.warnings:
+            console.print(f"[yellow]warning[/yellow] {record.id}: {warning}")
     console.print(f"results: {out_dir / 'results.json'}   report: {out_dir / 'report.html'}")
     return 1 if failed else 0
 
@@ -157,10 +158,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
-        from wcbench.report.summary import load_records
-
         records = load_records(out_dir)
-        done = {r["id"] for r in records}
+        done = {r.id for r in records}
         missing = [c.id for c in cases if c.id not in done]
         if missing:
             raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
@@ -226,7 +225,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             task = progress.add_task("scoring", total=len(rows))
             score_manifest(manifest, out_dir, scorers, suite,
                            on_case=lambda record: progress.update(task, advance=1,
-                                                                  description=f"scored {record['id']}"))
+                                                                  description=f"scored {record.id}"))
         return _finish(out_dir, header)
 
 

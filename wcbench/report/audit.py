@@ -21,6 +21,7 @@ from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.pose import build_estimator
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.scoring.quality import build_quality_scorer
+from wcbench.scoring.record import CaseRecord
 
 MIN_SAMPLE = 3
 SAMPLE_SHARE = 0.10
@@ -36,22 +37,22 @@ class Finding:
     problem: str
 
 
-def video_path(results_dir: Path, record: dict) -> Path:
+def video_path(results_dir: Path, record: CaseRecord) -> Path:
     """A record's video: relative paths are inside the results folder (``run``), absolute ones
     where the manifest pointed (``score``)."""
-    video = Path(str(record.get("video") or ""))
+    video = Path(str(record.video or ""))
     return video if video.is_absolute() else results_dir / video
 
 
-def check_video(results_dir: Path, record: dict) -> Finding | None:
+def check_video(results_dir: Path, record: CaseRecord) -> Finding | None:
     """The video must exist and hash to the record's ``video_sha256``."""
-    if not record.get("video"):
-        return Finding(record["id"], "the record names no video")
+    if not record.video:
+        return Finding(record.id, "the record names no video")
     path = video_path(results_dir, record)
     if not path.exists():
-        return Finding(record["id"], f"video {path} is missing")
-    if sha256_file(path) != record.get("video_sha256"):
-        return Finding(record["id"], f"video {path} is not the one scored (its sha256 differs from the record's)")
+        return Finding(record.id, f"video {path} is missing")
+    if sha256_file(path) != record.video_sha256:
+        return Finding(record.id, f"video {path} is not the one scored (its sha256 differs from the record's)")
     return None
 
 
@@ -61,17 +62,17 @@ def sample_size(num_cases: int, requested: int | None = None) -> int:
     return max(0, min(size, num_cases))
 
 
-def default_seed(records: list[dict]) -> int:
+def default_seed(records: list[CaseRecord]) -> int:
     """A seed from the cases' ids and video hashes: fixed for a folder, unknown before its videos are."""
     digest = hashlib.sha256()
-    for record in sorted(records, key=lambda r: r["id"]):
-        digest.update(f"{record['id']}:{record.get('video_sha256')}\n".encode())
+    for record in sorted(records, key=lambda r: r.id):
+        digest.update(f"{record.id}:{record.video_sha256}\n".encode())
     return int.from_bytes(digest.digest()[:4], "little")
 
 
-def choose_sample(records: list[dict], size: int, seed: int) -> list[dict]:
+def choose_sample(records: list[CaseRecord], size: int, seed: int) -> list[CaseRecord]:
     """``size`` records drawn without replacement under ``seed``, in id order."""
-    ordered = sorted(records, key=lambda r: r["id"])
+    ordered = sorted(records, key=lambda r: r.id)
     chosen = np.random.default_rng(seed).choice(len(ordered), size, replace=False) if size else []
     return [ordered[i] for i in sorted(chosen)]
 
@@ -87,11 +88,11 @@ def recorded_scorers(results: dict) -> Scorers:
                    options={"estimator": estimator_options, "quality": quality_options})
 
 
-def rescore(results_dir: Path, record: dict, scorers: Scorers) -> dict:
+def rescore(results_dir: Path, record: CaseRecord, scorers: Scorers) -> dict:
     """Score a record's stored video again, streaming, as the run did (same script, prompt,
     field of view and clip length)."""
-    scorer = CaseScorer(parse_script(record["script"]), scorers, prompt=record.get("prompt") or "",
-                        fov_deg=record.get("fov_deg"), latents_per_clip=record.get("latents_per_clip", 4))
+    scorer = CaseScorer(parse_script(record.script), scorers, prompt=record.prompt, fov_deg=record.fov_deg,
+                        latents_per_clip=record.latents_per_clip or 4)
     for frame in VideoSource(video_path(results_dir, record)):
         scorer.add(frame[None])
     return scorer.finish()
@@ -104,27 +105,28 @@ def _first_difference(stored: list, now: list) -> str:
     return f"{len(differing)} of {len(now)} transitions differ (first: transition {differing[0] + 1})"
 
 
-def compare_rescored(record: dict, fields: dict) -> str | None:
+def compare_rescored(record: CaseRecord, fields: dict) -> str | None:
     """What differs between a stored record and its re-score (None: nothing)."""
-    labels = record.get("labels") or {}
+    labels = record.labels or {}
     for kind in ("commanded", "detected"):
         if list(labels.get(kind) or []) != list(fields["labels"][kind]):
             return (f"re-scoring its video gives other {kind} labels than the stored ones: "
                     f"{_first_difference(list(labels.get(kind) or []), fields['labels'][kind])}")
     for key in ("if_acc", "if_trans_acc", "if_rot_acc"):
-        if record.get(key) is None or abs(fields[key] - record[key]) > IF_TOLERANCE:
-            return f"re-scoring its video gives {key}={fields[key]:.6f}, the record holds {record.get(key)}"
-    stored_vq, vq = record.get("vq"), fields["vq"]
+        stored = getattr(record, key)
+        if stored is None or abs(fields[key] - stored) > IF_TOLERANCE:
+            return f"re-scoring its video gives {key}={fields[key]:.6f}, the record holds {stored}"
+    stored_vq, vq = record.vq, fields["vq"]
     if (stored_vq is None) != (vq is None) or (vq is not None and abs(vq - stored_vq) > VQ_TOLERANCE):
         return f"re-scoring its video gives vq={vq}, the record holds {stored_vq}"
     return None
 
 
-def audit_case(results_dir: Path, record: dict, scorers: Scorers) -> tuple[dict | None, Finding | None]:
+def audit_case(results_dir: Path, record: CaseRecord, scorers: Scorers) -> tuple[dict | None, Finding | None]:
     """Re-score one case: (the fields now, or None when its video cannot be read; a finding, or None)."""
     try:
         fields = rescore(results_dir, record, scorers)
     except (VideoReadError, ValueError, OSError) as err:
-        return None, Finding(record["id"], f"cannot re-score its video: {err}")
+        return None, Finding(record.id, f"cannot re-score its video: {err}")
     problem = compare_rescored(record, fields)
-    return fields, Finding(record["id"], problem) if problem else None
+    return fields, Finding(record.id, problem) if problem else None

@@ -15,10 +15,11 @@ import numpy as np
 
 from wcbench.core.video import read_frames_at
 from wcbench.report import plots
-from wcbench.report.summary import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key, is_ok,
+from wcbench.report.summary import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key,
                                     per_clip_curves, top_confusions, vq_components, vq_digits)
 from wcbench.run.strip import load_strip, sample_indices, strip_path, thumbnail
 from wcbench.scoring.quality import COMPONENT_NOTES
+from wcbench.scoring.record import CaseRecord
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
@@ -55,7 +56,7 @@ code { font-size: 13px; background: #eef1f5; padding: 1px 4px; border-radius: 3p
 """
 
 
-def render_report(results_dir: Path, results: dict, records: list[dict]) -> str:
+def render_report(results_dir: Path, results: dict, records: list[CaseRecord]) -> str:
     """The whole report page as one HTML string."""
     sections = [
         _header(results, records),
@@ -102,8 +103,8 @@ def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
-def _header(results: dict, records: list[dict]) -> str:
-    n_ok = sum(1 for r in records if is_ok(r))
+def _header(results: dict, records: list[CaseRecord]) -> str:
+    n_ok = sum(1 for r in records if r.is_ok)
     n_failed = len(records) - n_ok
     suite = results.get("suite") or "–"
     if results.get("suite_hash"):
@@ -142,7 +143,7 @@ def _explain(results: dict) -> str:
         "(one case: no interval at all), and overlapping intervals mean a difference may be noise.</p></div>")
 
 
-def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
+def _summary_section(summary: dict, results: dict, records: list[CaseRecord]) -> str:
     overall = summary["overall"]
     digits = {"if_acc": 3, "vq": vq_digits(block.get("vq") for block in summary.values())}
     headline = '<div class="headline">' + "".join(
@@ -152,7 +153,7 @@ def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
         for metric, label in (("if_acc", "IF accuracy, all cases"), ("vq", "VQ, all cases"))) + "</div>"
     failed = {}
     for record in records:
-        if not is_ok(record):
+        if not record.is_ok:
             key = group_key(record)
             failed[key] = failed.get(key, 0) + 1
     failed["overall"] = summary["overall"].get("n_failed", 0)
@@ -174,7 +175,7 @@ def _summary_section(summary: dict, results: dict, records: list[dict]) -> str:
     return f"<h2>Summary</h2>{headline}{_explain(results)}{table}"
 
 
-def _vq_components_section(records: list[dict]) -> str:
+def _vq_components_section(records: list[CaseRecord]) -> str:
     """Each stored VQ component per track x horizon, with what it measures: what lowered VQ."""
     table = vq_components(records)
     if table.empty:
@@ -198,19 +199,19 @@ def _bar(value: float | None) -> str:
     return f'<span class="bar-bg"><span class="bar" style="width:{width:.0f}px"></span></span>'
 
 
-def _failed_section(records: list[dict]) -> str:
-    failed = [r for r in records if not is_ok(r)]
+def _failed_section(records: list[CaseRecord]) -> str:
+    failed = [r for r in records if not r.is_ok]
     if not failed:
         return ""
-    rows = "".join(f"<tr><td>{escape(r['id'])}</td>"
-                   f"<td class='failed'>{escape(str(r.get('error') or 'no reason recorded'))}</td></tr>"
+    rows = "".join(f"<tr><td>{escape(r.id)}</td>"
+                   f"<td class='failed'>{escape(str(r.error or 'no reason recorded'))}</td></tr>"
                    for r in failed)
     return (f"<h2 class='failed'>Failed cases ({len(failed)})</h2><p class='muted'>Counted, listed here, "
             "and left out of every mean.</p>"
             f"<table id='failed-table'><tr><th>case</th><th>error</th></tr>{rows}</table>")
 
 
-def _curves_section(records: list[dict]) -> str:
+def _curves_section(records: list[CaseRecord]) -> str:
     curves = per_clip_curves(records)
     if curves.empty:
         return "<h2>Over the horizon</h2><p class='muted'>No per-clip scores recorded.</p>"
@@ -219,7 +220,7 @@ def _curves_section(records: list[dict]) -> str:
             f"generates.</p><div class='card'>{_img(plots.plot_clip_curves(curves), 'per-clip curves')}</div>")
 
 
-def _confusion_section(records: list[dict]) -> str:
+def _confusion_section(records: list[CaseRecord]) -> str:
     translation = confusion_matrix(records, "translation")
     if translation.to_numpy().sum() == 0:
         return "<h2>What the model did instead</h2><p class='muted'>No per-transition labels recorded.</p>"
@@ -239,14 +240,14 @@ def _confusion_section(records: list[dict]) -> str:
             f"<h3>Most frequent confusions of the full 81-class label</h3>{top_table}")
 
 
-def _examples_section(results_dir: Path, records: list[dict], per_side: int = 1) -> str:
-    scored = [r for r in records if is_ok(r) and _finite(r.get("if_acc"))]
+def _examples_section(results_dir: Path, records: list[CaseRecord], per_side: int = 1) -> str:
+    scored = [r for r in records if r.is_ok and _finite(r.if_acc)]
     if not scored:
         return ""
     # Ties go to the first id, so the choice does not depend on the order of the records.
-    best = sorted(scored, key=lambda r: (-r["if_acc"], r["id"]))[:per_side]
-    shown = {r["id"] for r in best}
-    worst = [r for r in sorted(scored, key=lambda r: (r["if_acc"], r["id"]))[:per_side] if r["id"] not in shown]
+    best = sorted(scored, key=lambda r: (-r.if_acc, r.id))[:per_side]
+    shown = {r.id for r in best}
+    worst = [r for r in sorted(scored, key=lambda r: (r.if_acc, r.id))[:per_side] if r.id not in shown]
     picks = [("best", r) for r in best] + [("worst", r) for r in worst]
     cards = "".join(_case_card(results_dir, tag, record) for tag, record in picks)
     return ("<h2>Best and worst cases (by IF accuracy)</h2><p class='muted'>Sampled frames with the action "
@@ -255,39 +256,39 @@ def _examples_section(results_dir: Path, records: list[dict], per_side: int = 1)
             "video, each scaled to unit size (estimators recover translation only up to scale).</p>" + cards)
 
 
-def _case_card(results_dir: Path, tag: str, record: dict) -> str:
-    digits = vq_digits([record.get("vq")])
-    metrics = " · ".join(f"{m} {format_value(record.get(m), digits if m == 'vq' else 3)}" for m in METRICS)
-    title = (f"<h3>{tag}: {escape(record['id'])}</h3>"
-             f"<p class='muted'>script <code>{escape(str(record.get('script')))}</code> · {metrics}</p>")
+def _case_card(results_dir: Path, tag: str, record: CaseRecord) -> str:
+    digits = vq_digits([record.vq])
+    metrics = " · ".join(f"{m} {format_value(getattr(record, m), digits if m == 'vq' else 3)}" for m in METRICS)
+    title = (f"<h3>{tag}: {escape(record.id)}</h3>"
+             f"<p class='muted'>script <code>{escape(str(record.script))}</code> · {metrics}</p>")
     try:
-        indices = sample_indices(int(record["num_frames"]))
+        indices = sample_indices(int(record.num_frames))
         frames = _strip_frames(results_dir, record, indices)
-        strip = _img(plots.plot_case_strip(frames, indices, record.get("labels")), f"frames of {record['id']}")
+        strip = _img(plots.plot_case_strip(frames, indices, record.labels), f"frames of {record.id}")
     except (OSError, ValueError) as err:
         strip = f"<p class='muted'>Frames not shown: {escape(str(err))}</p>"
-    paths = record.get("paths") or {}
-    path_img = _img(plots.plot_paths(paths.get("commanded"), paths.get("estimated")), f"paths of {record['id']}")
+    paths = record.paths or {}
+    path_img = _img(plots.plot_paths(paths.get("commanded"), paths.get("estimated")), f"paths of {record.id}")
     return (f"<div class='card'>{title}{strip}<div class='row'><div class='fit'>{path_img}</div>"
             f"<div>{_runs_table(record)}</div></div></div>")
 
 
-def _strip_frames(results_dir: Path, record: dict, indices: list[int]):
+def _strip_frames(results_dir: Path, record: CaseRecord, indices: list[int]):
     """The strip's frames: those stored while the video was scored (:mod:`wcbench.run.strip`), else
     decoded from the video (the frames shown only, never the whole video held)."""
-    stored = load_strip(strip_path(results_dir, record["id"]), record)
+    stored = load_strip(strip_path(results_dir, record.id), record)
     if stored is not None:
         return stored
-    video = record.get("video")
+    video = record.video
     if not video:
         raise FileNotFoundError("the record names no video")
     path = Path(video) if Path(video).is_absolute() else results_dir / video
     return np.stack([thumbnail(frame) for frame in read_frames_at(path, indices)])
 
 
-def _runs_table(record: dict) -> str:
+def _runs_table(record: CaseRecord) -> str:
     """Per commanded run: what was detected most and how often it matched."""
-    labels = record.get("labels")
+    labels = record.labels
     if not labels or not labels.get("commanded"):
         return "<p class='muted'>No per-transition labels recorded.</p>"
     rows = []
@@ -307,18 +308,18 @@ def _finite(value) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def _cases_section(records: list[dict]) -> str:
+def _cases_section(records: list[CaseRecord]) -> str:
     head = "<tr><th>case</th><th>track</th><th>horizon</th><th>status</th>" + "".join(
         f"<th>{m}</th>" for m in METRICS) + "<th>script</th></tr>"
     rows = []
-    digits = {m: 3 for m in METRICS} | {"vq": vq_digits(r.get("vq") for r in records)}
+    digits = {m: 3 for m in METRICS} | {"vq": vq_digits(r.vq for r in records)}
     for r in records:
-        status = "ok" if is_ok(r) else f"<span class='failed'>{escape(str(r['status']))}</span>"
-        cells = "".join(f"<td class='num'>{format_value(r.get(m), digits[m])}</td>" for m in METRICS)
-        rows.append(f"<tr data-case='{escape(r['id'])}'><td>{escape(r['id'])}</td>"
-                    f"<td>{escape(str(r.get('track') or '–'))}</td>"
-                    f"<td>{escape(str(r.get('horizon') or '–'))}</td><td>{status}</td>{cells}"
-                    f"<td><code>{escape(str(r.get('script') or ''))}</code></td></tr>")
+        status = "ok" if r.is_ok else f"<span class='failed'>{escape(str(r.status))}</span>"
+        cells = "".join(f"<td class='num'>{format_value(getattr(r, m), digits[m])}</td>" for m in METRICS)
+        rows.append(f"<tr data-case='{escape(r.id)}'><td>{escape(r.id)}</td>"
+                    f"<td>{escape(str(r.track or '–'))}</td>"
+                    f"<td>{escape(str(r.horizon or '–'))}</td><td>{status}</td>{cells}"
+                    f"<td><code>{escape(str(r.script or ''))}</code></td></tr>")
     is_open = " open" if len(records) <= 40 else ""
     return (f"<h2>All cases</h2><details{is_open}><summary>{len(records)} cases</summary>"
             f"<table id='cases-table'>{head}{''.join(rows)}</table></details>")

@@ -27,9 +27,10 @@ from wcbench.core.storage import read_json, write_text
 from wcbench.data.suite import SuiteError, load_suite
 from wcbench.pose import build_estimator
 from wcbench.report import audit
-from wcbench.report.summary import load_records, summarize
+from wcbench.report.summary import summarize
 from wcbench.scoring.following import commanded_labels
 from wcbench.scoring.quality import build_quality_scorer
+from wcbench.scoring.record import CaseRecord, load_records
 
 TOLERANCE = 1e-9
 _HEADER_KEYS = ("version", "estimator", "quality", "mode", "suite", "suite_hash", "model", "config_hash",
@@ -50,24 +51,25 @@ def _close(a: Any, b: Any) -> bool:
     return abs(float(a) - float(b)) <= TOLERANCE
 
 
-def _recompute_case(record: dict, where: str) -> None:
+def _recompute_case(record: CaseRecord, mode: str, where: str) -> None:
     """Recompute a case's per-clip and overall IF accuracy from its stored labels."""
-    labels = record.get("labels") or {}
+    labels = record.labels or {}
     commanded, detected = np.asarray(labels.get("commanded", [])), np.asarray(labels.get("detected", []))
-    if len(commanded) != record.get("num_frames", 0) - 1 or len(detected) != len(commanded):
-        raise SubmissionError(f"{where}: stored labels do not cover the video's {record.get('num_frames')} frames")
-    if record.get("mode", "default") != "default":
+    if len(commanded) != (record.num_frames or 0) - 1 or len(detected) != len(commanded):
+        raise SubmissionError(f"{where}: stored labels do not cover the video's {record.num_frames} frames")
+    if mode != "default":
         return  # compat hits depend on three thresholds; only default mode is recomputed from labels
     hits = dict(zip(("if_acc", "if_trans_acc", "if_rot_acc"), label_hits(commanded, detected)))
     for key, hit in hits.items():
-        per_clip = [float(hit[c["frames"][0] - 1:c["frames"][1]].mean()) for c in record["per_clip"]]
-        if not _close(per_clip, [c[key] for c in record["per_clip"]]):
+        per_clip = [float(hit[c["frames"][0] - 1:c["frames"][1]].mean()) for c in record.per_clip]
+        if not _close(per_clip, [c[key] for c in record.per_clip]):
             raise SubmissionError(f"{where}: per-clip {key} does not match its stored labels")
-        if not _close(float(np.mean(per_clip)), record[key]):
-            raise SubmissionError(f"{where}: {key}={record[key]} does not match its clips ({np.mean(per_clip)})")
-    vq_clips = [c["vq"] for c in record["per_clip"] if c.get("vq") is not None]
-    if vq_clips and not _close(float(np.mean(vq_clips)), record["vq"]):
-        raise SubmissionError(f"{where}: vq={record['vq']} does not match its clips ({np.mean(vq_clips)})")
+        stored = getattr(record, key)
+        if not _close(float(np.mean(per_clip)), stored):
+            raise SubmissionError(f"{where}: {key}={stored} does not match its clips ({np.mean(per_clip)})")
+    vq_clips = [c["vq"] for c in record.per_clip if c.get("vq") is not None]
+    if vq_clips and not _close(float(np.mean(vq_clips)), record.vq):
+        raise SubmissionError(f"{where}: vq={record.vq} does not match its clips ({np.mean(vq_clips)})")
 
 
 def _load_suite(results: dict, results_path: Path):
@@ -103,13 +105,13 @@ def _check_scorers(results: dict, results_path: Path) -> None:
                               f"{results['quality']['version']} != current {quality.version}; re-score")
 
 
-def _check_case_set(results_dir: Path, suite, records: list[dict]) -> None:
+def _check_case_set(results_dir: Path, suite, records: list[CaseRecord]) -> None:
     """Every suite case exactly once (one record file, named by its id), nothing else, all ok."""
     stems = {p.stem for p in (results_dir / "cases").glob("*.json") if not p.name.startswith(".")}
     for record in records:
-        if record["id"] not in stems:
-            raise SubmissionError(f"{results_dir}: case {record['id']}: its record is stored under another name")
-    ids = [r["id"] for r in records]
+        if record.id not in stems:
+            raise SubmissionError(f"{results_dir}: case {record.id}: its record is stored under another name")
+    ids = [r.id for r in records]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise SubmissionError(f"{results_dir}: case {repeated[0]}: recorded more than once")
@@ -119,26 +121,26 @@ def _check_case_set(results_dir: Path, suite, records: list[dict]) -> None:
         raise SubmissionError(f"{results_dir}: case {extra[0]} is not in suite {suite.name!r}"
                               + (f" (nor {extra[1:4]})" if len(extra) > 1 else "") + "; remove it")
     absent = sorted(wanted - set(ids))
-    failed = sorted(r["id"] for r in records if r.get("status") != "ok")
+    failed = sorted(r.id for r in records if not r.is_ok)
     if absent or failed:
         raise SubmissionError(f"{results_dir}: incomplete run: {len(absent)} case(s) missing {absent[:3]}, "
                               f"{len(failed)} failed {failed[:3]}; rerun the same command into it to finish")
 
 
-def _check_case(record: dict, case, mode: str, where: str) -> None:
+def _check_case(record: CaseRecord, case, mode: str, where: str) -> None:
     """The record is the suite's case: same script, track, horizon, length, commanded labels;
     its accuracies follow from its labels."""
     for key, wanted in (("script", case.script), ("track", case.track), ("horizon", case.horizon),
                         ("num_frames", case.num_frames)):
-        if record.get(key) != wanted:
-            raise SubmissionError(f"{where}: {key}={record.get(key)!r} but the suite's case has {wanted!r}")
-    stored = list((record.get("labels") or {}).get("commanded") or [])
+        if getattr(record, key) != wanted:
+            raise SubmissionError(f"{where}: {key}={getattr(record, key)!r} but the suite's case has {wanted!r}")
+    stored = list((record.labels or {}).get("commanded") or [])
     if stored != commanded_labels(case.parsed()).tolist():
         raise SubmissionError(f"{where}: stored commanded labels are not the ones its script commands")
-    _recompute_case({**record, "mode": mode}, where)
+    _recompute_case(record, mode, where)
 
 
-def validate(results_dir: Path, sample: int | None = None, seed: int | None = None) -> tuple[dict, list[dict]]:
+def validate(results_dir: Path, sample: int | None = None, seed: int | None = None) -> tuple[dict, list[CaseRecord]]:
     """Check a results folder end to end; returns (results, full case records).
 
     ``sample`` cases (default: at least 3 or 10 %) are re-scored from their videos under
@@ -159,15 +161,15 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
     _check_case_set(results_dir, suite, records)
     cases = {c.id: c for c in suite.cases}
     listed = [c["id"] for c in results["cases"]]
-    if sorted(listed) != sorted(r["id"] for r in records):
-        odd = sorted(set(listed) ^ {r["id"] for r in records} or {i for i in listed if listed.count(i) > 1})
+    if sorted(listed) != sorted(r.id for r in records):
+        odd = sorted(set(listed) ^ {r.id for r in records} or {i for i in listed if listed.count(i) > 1})
         raise SubmissionError(f"{results_path}: case {odd[0]}: results.json's cases are not the records' cases")
     rows = {c["id"]: c for c in results["cases"]}
     for record in records:
-        where = f"{results_dir}: case {record['id']}"
-        _check_case(record, cases[record["id"]], results["mode"], where)
-        row = rows[record["id"]]
-        if any(not _close(row.get(k), record.get(k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
+        where = f"{results_dir}: case {record.id}"
+        _check_case(record, cases[record.id], results["mode"], where)
+        row = rows[record.id]
+        if any(not _close(row.get(k), getattr(record, k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
             raise SubmissionError(f"{where}: results.json row differs from the case record")
     summary = summarize(records)
     for key, block in summary.items():
@@ -298,27 +300,27 @@ def verify(results_dir: Path, sample: int | None, seed: int | None, console: Con
     if results["estimator"]["name"] == "gt":
         raise SubmissionError("gt-scored runs read the model's poses, not the video: nothing to re-score")
     scorers = audit.recorded_scorers(results)
-    records = [r for r in load_records(results_dir) if r.get("status") == "ok"]
-    video_findings = {r["id"]: audit.check_video(results_dir, r) for r in records}
+    records = [r for r in load_records(results_dir) if r.is_ok]
+    video_findings = {r.id: audit.check_video(results_dir, r) for r in records}
     seed = audit.default_seed(records) if seed is None else seed
     chosen = audit.choose_sample(records, audit.sample_size(len(records), sample), seed)
     table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored")
     for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
         table.add_column(column)
     flagged = []
-    chosen_ids = {r["id"] for r in chosen}
-    for record in sorted(records, key=lambda r: r["id"]):
-        video_finding = video_findings[record["id"]]
+    chosen_ids = {r.id for r in chosen}
+    for record in sorted(records, key=lambda r: r.id):
+        video_finding = video_findings[record.id]
         finding, fields = video_finding, None
-        if finding is None and record["id"] in chosen_ids:
+        if finding is None and record.id in chosen_ids:
             fields, finding = audit.audit_case(results_dir, record, scorers)
         elif finding is None:
             continue  # hash checked, not in the re-scored sample
         if finding:
             flagged.append(finding)
         video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
-        table.add_row(record["id"], video if video == "ok" else f"[red]{video}[/red]", _fmt(record["if_acc"]),
-                      _fmt(fields["if_acc"]) if fields else "-", _fmt(record["vq"]),
+        table.add_row(record.id, video if video == "ok" else f"[red]{video}[/red]", _fmt(record.if_acc),
+                      _fmt(fields["if_acc"]) if fields else "-", _fmt(record.vq),
                       _fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
     Console().print(table)
     for finding in flagged:

@@ -9,7 +9,8 @@ from pathlib import Path
 from wcbench.core.environment import environment
 from wcbench.core.storage import read_json, write_json, write_text
 from wcbench.report.html import render_report
-from wcbench.report.summary import case_table, load_records, summarize, summary_table
+from wcbench.report.summary import case_table, summarize, summary_table
+from wcbench.scoring.record import CaseRecord, load_records
 
 # results.json layout: 2 added schema_version, environment (versions, hardware, time) and "command".
 RESULTS_SCHEMA_VERSION = 2
@@ -20,9 +21,9 @@ def write_summary_csv(path: str | Path, summary: dict) -> None:
     write_text(path, summary_table(summary).to_csv(index=False))
 
 
-def strip_record(record: dict) -> dict:
+def strip_record(record: CaseRecord) -> dict:
     """A record as stored in results.json: without the bulky "labels" and "paths"."""
-    return {k: v for k, v in record.items() if k not in ("labels", "paths")}
+    return {k: v for k, v in record.to_dict().items() if k not in ("labels", "paths")}
 
 
 def results_header(header: dict) -> dict:
@@ -31,17 +32,17 @@ def results_header(header: dict) -> dict:
     return {"schema_version": RESULTS_SCHEMA_VERSION, **header, "environment": environment()}
 
 
-def build_results(header: dict, records: list[dict]) -> dict:
+def build_results(header: dict, records: list[CaseRecord]) -> dict:
     """The results.json body: ``header`` fields, then "cases" (sorted by id, so the file does not
     depend on the order in which processes finished) and "summary"."""
     clash = {"cases", "summary"} & set(header)
     if clash:
         raise ValueError(f"header must not hold {sorted(clash)}: build_results computes them")
-    cases = [strip_record(r) for r in sorted(records, key=lambda r: r["id"])]
+    cases = [strip_record(r) for r in sorted(records, key=lambda r: r.id)]
     return {**header, "cases": cases, "summary": summarize(records)}
 
 
-def write_report(results_dir: str | Path, results: dict, records: list[dict] | None = None) -> Path:
+def write_report(results_dir: str | Path, results: dict, records: list[CaseRecord] | None = None) -> Path:
     """Write DIR/summary.csv, DIR/cases.csv (one row per case) and the self-contained
     DIR/report.html; return the HTML path.
 

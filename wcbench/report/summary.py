@@ -2,7 +2,7 @@
 summary.csv and cases.csv, per-clip curves, confusion matrices and the terminal table
 (:mod:`wcbench.report.results` writes them to files, :mod:`wcbench.report.html` the page).
 
-Everything here reads the per-case records (DIR/cases/<id>.json, see the records contract) and
+Everything here reads the per-case records (:class:`wcbench.scoring.record.CaseRecord`) and
 never re-scores a video: a report can always be rebuilt from the records alone.
 
 Means are taken over cases (a case is the mean of its clips, a clip the mean of its frame
@@ -13,7 +13,6 @@ and listed, never averaged in.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -23,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from wcbench.core.actions import NUM_LABELS, NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, label_hits, label_name
-from wcbench.core.storage import read_json
 from wcbench.scoring.quality import COMPONENT_NOTES
+from wcbench.scoring.record import CaseRecord
 
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")
@@ -32,32 +31,6 @@ METRICS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq")
 # Stand-ins for records without a track or horizon (videos scored from a manifest).
 NO_TRACK = "external"
 NO_HORIZON = "any"
-
-
-# ---------------------------------------------------------------- loading
-
-
-def load_records(results_dir: str | Path) -> list[dict]:
-    """Read every DIR/cases/*.json record, ordered by file name.
-
-    Raises ValueError naming the file when one is not valid JSON or lacks "id"/"status", and
-    FileNotFoundError when DIR/cases does not exist.
-    """
-    cases_dir = Path(results_dir) / "cases"
-    if not cases_dir.is_dir():
-        raise FileNotFoundError(f"{cases_dir}: no cases folder; is {results_dir} a wcbench results directory?")
-    records = []
-    # Hidden files are the temporary halves of atomic writes in progress: not records yet.
-    for path in sorted(p for p in cases_dir.glob("*.json") if not p.name.startswith(".")):
-        record = read_json(path)
-        if not isinstance(record, dict) or "id" not in record or "status" not in record:
-            raise ValueError(f"{path}: not a case record (a JSON object with at least \"id\" and \"status\")")
-        records.append(record)
-    return records
-
-
-def is_ok(record: dict) -> bool:
-    return record.get("status") == "ok"
 
 
 # ---------------------------------------------------------------- statistics
@@ -105,9 +78,9 @@ def _or_none(value: float) -> float | None:
 # ---------------------------------------------------------------- summary
 
 
-def group_key(record: dict) -> str | None:
+def group_key(record: CaseRecord) -> str | None:
     """"<track>/<horizon>", or None for records that have neither (they count only in overall)."""
-    track, horizon = record.get("track"), record.get("horizon")
+    track, horizon = record.track, record.horizon
     if track is None or horizon is None:
         return None
     return f"{track}/{horizon}"
@@ -118,20 +91,20 @@ def _order(values: Iterable[str], known: tuple[str, ...]) -> list[str]:
     return [v for v in known if v in values] + sorted(values - set(known))
 
 
-def ordered_groups(records: list[dict]) -> list[str]:
+def ordered_groups(records: list[CaseRecord]) -> list[str]:
     """Track x horizon keys present in ``records``: basic before combined, short < mid < long."""
-    pairs = {(r["track"], r["horizon"]) for r in records if group_key(r) is not None}
+    pairs = {(r.track, r.horizon) for r in records if group_key(r) is not None}
     tracks = _order((t for t, _ in pairs), TRACK_ORDER)
     horizons = _order((h for _, h in pairs), HORIZON_ORDER)
     return [f"{t}/{h}" for t in tracks for h in horizons if (t, h) in pairs]
 
 
-def summarize_group(records: list[dict]) -> dict:
+def summarize_group(records: list[CaseRecord]) -> dict:
     """Means over the ok cases of ``records`` with 95% bootstrap intervals for IF and VQ."""
-    ok = [r for r in records if is_ok(r)]
+    ok = [r for r in records if r.is_ok]
     block: dict[str, Any] = {}
     for metric in METRICS:
-        values = [r.get(metric) for r in ok]
+        values = [getattr(r, metric) for r in ok]
         block[metric] = _mean(values)
         if metric in ("if_acc", "vq"):
             block[f"{metric}_ci"] = [_or_none(v) for v in bootstrap_ci(values)]
@@ -139,7 +112,7 @@ def summarize_group(records: list[dict]) -> dict:
     return block
 
 
-def summarize(records: list[dict]) -> dict:
+def summarize(records: list[CaseRecord]) -> dict:
     """The results.json "summary" block: one entry per track x horizon present, then "overall".
 
     Groups include a track x horizon whose cases all failed (n = 0, means None). Missing means
@@ -149,7 +122,7 @@ def summarize(records: list[dict]) -> dict:
                for key in ordered_groups(records)}
     overall = summarize_group(records)
     overall["n_ok"] = overall["n"]
-    overall["n_failed"] = sum(1 for r in records if not is_ok(r))
+    overall["n_failed"] = sum(1 for r in records if not r.is_ok)
     summary["overall"] = overall
     return summary
 
@@ -179,16 +152,16 @@ def summary_table(summary: dict) -> pd.DataFrame:
 # ---------------------------------------------------------------- VQ components
 
 
-def vq_components(records: list[dict]) -> pd.DataFrame:
+def vq_components(records: list[CaseRecord]) -> pd.DataFrame:
     """Mean of each stored VQ component (a record's "vq_raw") over the ok cases of every track x
     horizon and overall: one row per component (the scorer's documented ones first, in
     ``COMPONENT_NOTES`` order), one column per group. Empty when no record stores components."""
-    ok = [r for r in records if is_ok(r) and isinstance(r.get("vq_raw"), dict)]
-    names = {name for r in ok for name in r["vq_raw"]}
+    ok = [r for r in records if r.is_ok and isinstance(r.vq_raw, dict)]
+    names = {name for r in ok for name in r.vq_raw}
     order = [n for n in COMPONENT_NOTES if n in names] + sorted(names - set(COMPONENT_NOTES))
     groups = {key: [r for r in ok if group_key(r) == key] for key in ordered_groups(ok)}
     groups["overall"] = ok
-    table = pd.DataFrame({key: [_mean(r["vq_raw"].get(name) for r in members) for name in order]
+    table = pd.DataFrame({key: [_mean(r.vq_raw.get(name) for r in members) for name in order]
                           for key, members in groups.items()}, index=order, dtype=float)
     return table if order else pd.DataFrame()
 
@@ -200,18 +173,17 @@ CASE_COLUMNS = ["id", "track", "horizon", "status", *METRICS, "num_frames", "gen
                 "hardware", "video", "video_sha256", "warnings", "error", "script"]
 
 
-def case_table(records: list[dict]) -> pd.DataFrame:
+def case_table(records: list[CaseRecord]) -> pd.DataFrame:
     """One row per case (cases.csv): id, track, horizon, status, the metrics, frame count,
     timings, the hardware they were measured on, the video and its hash, warnings, error, script."""
     rows = []
-    for r in sorted(records, key=lambda r: r["id"]):
-        timing = r.get("timing") or {}
-        rows.append({"id": r["id"], "track": r.get("track"), "horizon": r.get("horizon"), "status": r["status"],
-                     **{m: r.get(m) for m in METRICS}, "num_frames": r.get("num_frames"),
+    for r in sorted(records, key=lambda r: r.id):
+        timing = r.timing or {}
+        rows.append({"id": r.id, "track": r.track, "horizon": r.horizon, "status": r.status,
+                     **{m: getattr(r, m) for m in METRICS}, "num_frames": r.num_frames,
                      **{k: timing.get(k) for k in ("generate_s", "score_s", "fps", "hardware")},
-                     "video": r.get("video"), "video_sha256": r.get("video_sha256"),
-                     "warnings": " | ".join(r.get("warnings") or []) or None, "error": r.get("error"),
-                     "script": r.get("script")})
+                     "video": r.video, "video_sha256": r.video_sha256,
+                     "warnings": " | ".join(r.warnings) or None, "error": r.error, "script": r.script})
     table = pd.DataFrame(rows, columns=CASE_COLUMNS)
     float_columns = [*METRICS, "generate_s", "score_s", "fps"]
     table[float_columns] = table[float_columns].astype(float)
@@ -219,7 +191,7 @@ def case_table(records: list[dict]) -> pd.DataFrame:
     return table
 
 
-def per_clip_curves(records: list[dict]) -> pd.DataFrame:
+def per_clip_curves(records: list[CaseRecord]) -> pd.DataFrame:
     """Mean per-clip metrics over ok cases by (track, horizon, clip): where a model drifts.
 
     Columns track, horizon, clip, if_acc, if_trans_acc, if_rot_acc, vq, n (cases with that
@@ -227,10 +199,10 @@ def per_clip_curves(records: list[dict]) -> pd.DataFrame:
     """
     rows = []
     for record in records:
-        if not is_ok(record):
+        if not record.is_ok:
             continue
-        for clip in record.get("per_clip") or []:
-            rows.append({"track": record.get("track") or NO_TRACK, "horizon": record.get("horizon") or NO_HORIZON,
+        for clip in record.per_clip:
+            rows.append({"track": record.track or NO_TRACK, "horizon": record.horizon or NO_HORIZON,
                          "clip": int(clip["clip"]), **{m: clip.get(m) for m in METRICS}})
     columns = ["track", "horizon", "clip", *METRICS, "n"]
     if not rows:
@@ -251,7 +223,7 @@ def per_clip_curves(records: list[dict]) -> pd.DataFrame:
 CONFUSION_KINDS = ("full", "translation", "rotation")
 
 
-def confusion_matrix(records: list[dict], kind: str = "full") -> pd.DataFrame:
+def confusion_matrix(records: list[CaseRecord], kind: str = "full") -> pd.DataFrame:
     """Counts of commanded (rows) vs detected (columns) labels over all ok cases' transitions.
 
     ``kind`` "translation"/"rotation" gives 9x9 over those label names; "full" gives 81x81
@@ -263,12 +235,12 @@ def confusion_matrix(records: list[dict], kind: str = "full") -> pd.DataFrame:
              "translation": list(TRANSLATION_LABELS), "rotation": list(ROTATION_LABELS)}[kind]
     counts = np.zeros((len(names), len(names)), dtype=np.int64)
     for record in records:
-        labels = record.get("labels")
-        if not is_ok(record) or not labels:
+        labels = record.labels
+        if not record.is_ok or not labels:
             continue
         commanded, detected = np.asarray(labels["commanded"], int), np.asarray(labels["detected"], int)
         if commanded.shape != detected.shape:
-            raise ValueError(f"case {record['id']}: {commanded.size} commanded labels but "
+            raise ValueError(f"case {record.id}: {commanded.size} commanded labels but "
                              f"{detected.size} detected ones")
         if kind == "translation":
             commanded, detected = commanded // NUM_ROTATION, detected // NUM_ROTATION

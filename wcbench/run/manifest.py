@@ -19,18 +19,18 @@ import io
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
-from wcbench.core.storage import read_json, write_json
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.run.runner import RunConfig, config_hash
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
+from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 REQUIRED = ("id", "video", "actions")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
@@ -224,24 +224,22 @@ def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
 
 
 def score_row(raw: RawRow, base: Path, scorers: Scorers,
-              suite: Suite | None = None) -> tuple[dict, StripFrames | None]:
+              suite: Suite | None = None) -> tuple[CaseRecord, StripFrames | None]:
     """The record of one manifest row (scored, or failed with the reason) and, when scored, the
     report's strip frames, kept as the video streamed past (:mod:`wcbench.run.strip`)."""
     values = raw.values
-    record = {"id": raw.id, "track": values.get("track"), "horizon": values.get("horizon"),
-              "status": "failed", "error": None, "script": str(values.get("actions")),
-              "prompt": str(values.get("prompt") or ""), "video": str(values.get("video")),
-              "if_acc": None, "if_trans_acc": None, "if_rot_acc": None, "vq": None, "vq_raw": None,
-              "per_clip": []}
+    record = CaseRecord(id=raw.id, track=values.get("track"), horizon=values.get("horizon"),
+                        script=str(values.get("actions")), prompt=str(values.get("prompt") or ""),
+                        video=str(values.get("video")))
     started = time.perf_counter()
     source = None
     try:
         row = parse_row(raw, base)
-        record["video"] = str(row.video)
+        record.video = str(row.video)
         script = parse_script(row.actions)
         if suite is not None:
-            record.update(_check_against_suite(row, suite))
-        latents_per_clip = record.get("latents_per_clip", 4)
+            record = replace(record, **_check_against_suite(row, suite))
+        latents_per_clip = record.latents_per_clip or 4
         steps = StepSizes(row.step_translation or StepSizes().translation, row.step_degrees or StepSizes().degrees)
         scorer = CaseScorer(script, scorers, prompt=row.prompt, fov_deg=row.fov_deg, latents_per_clip=latents_per_clip)
         source = VideoSource(row.video)
@@ -252,46 +250,47 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers,
             strip.add(frame[None])
         fields = scorer.finish(commanded_poses=script_trajectory(script, steps))
     except (ScriptError, VideoReadError, ValueError, OSError) as err:
-        record["error"] = str(err)  # IO errors name the video's path; script errors the segment
+        record.error = str(err)  # IO errors name the video's path; script errors the segment
         if source is not None and source.decoder_messages:
-            record["error"] += f" ({_decoder_warning(source, row.video)[0]})"
+            record.error += f" ({_decoder_warning(source, row.video)[0]})"
         return record, None
-    record.update(fields, status="ok", script=script.format(), num_frames=scorer.num_frames, fov_deg=row.fov_deg,
-                  latents_per_clip=latents_per_clip, video_sha256=sha256_file(row.video),
-                  timing={"score_s": time.perf_counter() - started})
+    record = replace(record, **fields, status="ok", script=script.format(), num_frames=scorer.num_frames,
+                     fov_deg=row.fov_deg, latents_per_clip=latents_per_clip, video_sha256=sha256_file(row.video),
+                     timing={"score_s": time.perf_counter() - started})
     warnings = _decoder_warning(source, row.video)
     if warnings:
-        record.update(warnings=record.get("warnings", []) + warnings, decoder_errors=len(source.decoder_messages))
+        record.warnings = record.warnings + warnings
+        record.decoder_errors = len(source.decoder_messages)
     return record, strip
 
 
 def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
     """A row already scored ok in ``out_dir`` from the video that is there now."""
-    path = out_dir / "cases" / f"{raw.id}.json"
+    path = record_path(out_dir, raw.id)
     if not path.exists():
         return False
     try:
-        record = read_json(path)
+        record = load_record(path)
         video = parse_row(raw, base).video
-        return record.get("status") == "ok" and record.get("video_sha256") == sha256_file(video)
+        return record.is_ok and record.video_sha256 == sha256_file(video)
     except (ValueError, OSError):
         return False
 
 
 def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, suite: Suite | None = None,
-                   on_case: Callable[[dict], None] | None = None) -> list[dict]:
+                   on_case: Callable[[CaseRecord], None] | None = None) -> list[CaseRecord]:
     """Score every row into ``out_dir/cases/<id>.json`` (atomically, as each finishes);
     returns the records written. A rerun skips rows already scored from the same video."""
     manifest, out_dir = Path(manifest), Path(out_dir)
     records = []
     for raw in read_manifest(manifest):
         if _is_current(out_dir, raw, manifest.parent):
-            record = read_json(out_dir / "cases" / f"{raw.id}.json")
+            record = load_record(record_path(out_dir, raw.id))
         else:
             record, strip = score_row(raw, manifest.parent, scorers, suite)
             if strip is not None:  # before the record: a record is what makes a case done
-                save_strip(strip_path(out_dir, record["id"]), strip, record["video_sha256"])
-            write_json(out_dir / "cases" / f"{record['id']}.json", record)
+                save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
+            save_record(out_dir, record)
             records.append(record)
         if on_case:
             on_case(record)

@@ -21,7 +21,7 @@ import resource
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -32,7 +32,7 @@ import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
 from wcbench.core.environment import hardware, hardware_label
-from wcbench.core.storage import read_json, write_json, write_text
+from wcbench.core.storage import write_text
 from wcbench.core.video import video_writer
 from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
@@ -40,6 +40,7 @@ from wcbench.models.frames import FrameError, to_video
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
+from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -212,13 +213,10 @@ def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConf
 
 
 def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
-             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> dict:
+             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> CaseRecord:
     """Generate, store and score one case; a model failure gives a failed record, not an exception."""
-    record: dict[str, Any] = {"id": case.id, "track": case.track, "horizon": case.horizon, "status": "failed",
-                              "error": None, "script": case.script, "prompt": case.prompt,
-                              "num_frames": case.num_frames, "latents_per_clip": suite.latents_per_clip,
-                              "fov_deg": suite.fov_deg, "if_acc": None, "if_trans_acc": None,
-                              "if_rot_acc": None, "vq": None, "vq_raw": None, "per_clip": []}
+    record = CaseRecord(id=case.id, track=case.track, horizon=case.horizon, script=case.script, prompt=case.prompt,
+                        num_frames=case.num_frames, latents_per_clip=suite.latents_per_clip, fov_deg=suite.fov_deg)
     video_path = out_dir / "videos" / f"{case.id}.avi"
     log_path = out_dir / "cases" / f"{case.id}.log"
     strip = StripFrames(case.num_frames)
@@ -228,24 +226,25 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
                                                        strip)
     except ModelFailure as err:
         write_text(log_path, err.trace)
-        record["error"] = f"{err} (traceback: cases/{log_path.name})"
+        record.error = f"{err} (traceback: cases/{log_path.name})"
         return record
     except (ModelOutputError, CallTimeout) as err:
-        record["error"] = str(err)
+        record.error = str(err)
         return record
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
-    record.update(fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
-                  video_sha256=sha256_file(video_path), timing=timing)
-    save_strip(strip_path(out_dir, case.id), strip, record["video_sha256"])  # before run_suite writes the record
-    return record
+    video_sha256 = sha256_file(video_path)
+    save_strip(strip_path(out_dir, case.id), strip, video_sha256)  # before run_suite writes the record
+    return replace(record, **fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
+                   video_sha256=video_sha256, timing=timing)
 
 
 def is_finished(out_dir: Path, case_id: str) -> bool:
-    path = out_dir / "cases" / f"{case_id}.json"
+    """A case scored in an earlier (interrupted) run; an unreadable record is run again."""
+    path = record_path(out_dir, case_id)
     if not path.exists():
         return False
     try:
-        return read_json(path).get("status") == "ok"
+        return load_record(path).is_ok
     except ValueError:
         return False
 
@@ -257,7 +256,7 @@ def shard(cases: tuple[Case, ...], rank: int, world_size: int) -> list[Case]:
 
 def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers, out_dir: Path, *,
               rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
-              device: str = "cpu") -> list[dict]:
+              device: str = "cpu") -> list[CaseRecord]:
     """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
     ``out_dir``, which the caller has claimed (:func:`wcbench.run.outdir.claim_out_dir`); returns
     the records it wrote.
@@ -277,19 +276,19 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
             progress.update(case_task, description=f"case {case.id}")
         record = run_case(model, suite, case, run, scorers, out_dir,
                           on_clip=(lambda: progress.advance(clip_task)) if progress else None, placement=placement)
-        write_json(out_dir / "cases" / f"{case.id}.json", record)
+        save_record(out_dir, record)
         records.append(record)
         if progress:
             progress.advance(case_task)
     return records
 
 
-def interactivity(records: list[dict], reports_speed: bool = True) -> dict:
+def interactivity(records: list[CaseRecord], reports_speed: bool = True) -> dict:
     """Per-model generation speed: mean clip latency, frames per second, peak memory, and the
     hardware they were measured on. Empty for stand-in models whose speed says nothing about
     a world model (``reports_speed`` False: oracle renders, replayed videos). Without one
     hardware for every timed case (a resume elsewhere) there is no frames/s."""
-    timed = [r["timing"] for r in records if r.get("status") == "ok" and r.get("timing", {}).get("clip_latency_s")]
+    timed = [r.timing for r in records if r.is_ok and (r.timing or {}).get("clip_latency_s")]
     if not timed or not reports_speed:
         return {}
     latencies = [x for t in timed for x in t["clip_latency_s"]]

@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from wcbench.core.storage import atomic_path
+from wcbench.scoring.record import CaseRecord
 
 STRIP_WIDTH = 256  # px per frame; the report draws each about 180 px wide (1.65 in at 110 dpi)
 STRIP_SUFFIX = ".strip.npz"
@@ -76,7 +77,7 @@ def save_strip(path: Path, strip: StripFrames, video_sha256: str) -> None:
                             video_sha256=np.asarray(video_sha256))
 
 
-def load_strip(path: Path, record: dict) -> np.ndarray | None:
+def load_strip(path: Path, record: CaseRecord) -> np.ndarray | None:
     """The stored strip frames of ``record``'s video, or None when the file is absent, unreadable,
     or not of this record's video and frame count (the caller then decodes the video)."""
     try:
@@ -84,7 +85,7 @@ def load_strip(path: Path, record: dict) -> np.ndarray | None:
             frames, indices, sha = stored["frames"], stored["indices"], str(stored["video_sha256"])
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return None
-    wanted = sample_indices(int(record.get("num_frames") or 0))
-    fits = (sha == record.get("video_sha256") and indices.tolist() == wanted and frames.dtype == np.uint8
+    wanted = sample_indices(int(record.num_frames or 0))
+    fits = (sha == record.video_sha256 and indices.tolist() == wanted and frames.dtype == np.uint8
             and frames.ndim == 4 and len(frames) == len(wanted) and frames.shape[3] == 3)
     return frames if fits else None
