@@ -9,7 +9,7 @@ names them: a built-in name or ``package.module:function`` (a class there is ins
 without arguments); ``reward.weights`` weights their group-normalised advantages.
 
 The built-ins call the ``wcbench.scoring`` function that ``wcbench score`` uses for the same
-clip, so a reward and a benchmark number are the same number (``tests/test_rewards.py``):
+clip, so a reward and a benchmark number are the same number (``tests/wctrain/test_rewards.py``):
 
 - ``following``: IF accuracy (81-class) of each latent of the clip, per latent;
 - ``quality``: the clip's visual quality with the configured scorer, per clip;

@@ -7,7 +7,7 @@ Convention (rectified flow, as diffusers' ``FlowMatchEulerDiscreteScheduler``):
 
 diffusers' scheduler keeps hidden state (``set_timesteps``, ``_step_index``); RL needs
 to re-evaluate any step of a stored trajectory, so here the schedule is a plain tensor
-and the step a pure function. ``tests/test_sampling.py`` checks both against the
+and the step a pure function. ``tests/wctrain/test_sampling.py`` checks both against the
 scheduler itself.
 """
 

@@ -1,6 +1,6 @@
 """The EMA of a model sharded with torch's FSDP2 (``fully_shard``) on 2 CPU processes (gloo):
 after one optimiser step, both ranks' full, unsharded EMA shadows equal the EMA of the same step
-taken without sharding. Run by tests/test_accelerate.py:
+taken without sharding. Run by tests/wctrain/test_accelerate.py:
 
     torchrun --nproc_per_node 2 tests/plugins/fsdp_ema.py OUT_FILE
 """

@@ -9,14 +9,12 @@ import torch
 
 from wcbench.core.actions import NUM_LABELS, Action
 from wctrain.exploration import Exploration, build_exploration, exploring, supports_exploration
-from wctrain.models.tinywm import TinyWM
 
 
-def probe(batch: int):
+def probe(make_small_tinywm, batch: int):
     """A tiny tinywm with a non-zero output layer (so actions change the velocity), and one noisy
     latent, its noise level and an empty context repeated ``batch`` times."""
-    torch.manual_seed(0)
-    model = TinyWM(block_out_channels=(16, 32, 32), cond_embed_dim=32, attention_heads=2).eval()
+    model = make_small_tinywm().eval()
     with torch.no_grad():
         model.conv_out.weight.normal_(std=0.05)
     x = torch.randn(1, 1, model.latent_channels, 32, 32).expand(batch, -1, -1, -1, -1)
@@ -29,8 +27,8 @@ def signs(action: Action, batch: int) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32).expand(batch, 4, 4)
 
 
-def test_exploration_varies_candidates_only_inside_the_block():
-    model, x, sigma, ctx = probe(3)
+def test_exploration_varies_candidates_only_inside_the_block(make_small_tinywm):
+    model, x, sigma, ctx = probe(make_small_tinywm, 3)
     actions = signs(Action(forward=1, yaw=-1), 3)
     plain = model.velocity(x, sigma, ctx, actions)
     assert torch.allclose(plain[0], plain[1]) and torch.allclose(plain[1], plain[2])
@@ -44,10 +42,10 @@ def test_exploration_varies_candidates_only_inside_the_block():
         assert torch.equal(model.velocity(x, sigma, ctx, actions), plain)
 
 
-def test_label_scale_explores_each_label_by_its_own_factor():
+def test_label_scale_explores_each_label_by_its_own_factor(make_small_tinywm):
     """Each frame's offset times its label's factor: a label at 0 is not explored at all, one at
     2 twice as far as without it (same draw)."""
-    model, x, sigma, ctx = probe(3)
+    model, x, sigma, ctx = probe(make_small_tinywm, 3)
     followed, failed = Action(forward=1), Action(right=1, yaw=1)
     scale = torch.ones(NUM_LABELS)
     scale[followed.label], scale[failed.label] = 0.0, 2.0
@@ -71,7 +69,7 @@ def test_per_label_factors_come_from_the_running_accuracy():
 
 
 def test_a_model_without_an_action_embedding_is_not_explored():
-    sys.path.insert(0, str(Path(__file__).parent / "plugins"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "plugins"))
     try:
         from outside_world_model import build
     finally:

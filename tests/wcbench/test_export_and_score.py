@@ -18,10 +18,8 @@ from wcbench.scenes.synthetic import render_frames
 
 
 @pytest.fixture()
-def tiny_suite(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text("base: wc-mini\nname: tiny\nresolution: [160, 128]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
-    return load_suite(path)
+def tiny_suite(tmp_path, write_tiny_suite):
+    return load_suite(write_tiny_suite(tmp_path, resolution=(160, 128)))
 
 
 def test_export_writes_everything_and_no_partials(tiny_suite, tmp_path):

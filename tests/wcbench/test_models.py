@@ -23,16 +23,14 @@ from wcbench.models.plugin import parse_model_args
 from wcbench.models.registry import build_model
 from wcbench.run.runner import Placement, generate_case
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(0)
 VIDEO = RNG.integers(0, 256, (5, 6, 8, 3), dtype=np.uint8)
 
 
 @pytest.fixture()
-def tiny_suite(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
-    return path
+def tiny_suite(tmp_path, write_tiny_suite):
+    return write_tiny_suite(tmp_path)
 
 
 # ---------------------------------------------------------------- frames

@@ -16,7 +16,7 @@ from wctrain.cli import load_config
 from wctrain.config import CONF_DIR
 from wctrain.trainer import train
 
-PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS = Path(__file__).parents[1] / "plugins"
 TINYWAN = ["model=tinywan", "+model_options.checkpoint=null", "+model_options.height=32", "+model_options.width=32",
            "+model_options.token_patch=2", "+model_options.dim=32", "+model_options.ffn_dim=64",
            "+model_options.heads=2", "+model_options.layers=2", "rl.group_size=4", "rl.top_k=1",

@@ -7,16 +7,14 @@ from wcbench.core.actions import Action
 from wctrain.config import RLConfig
 from wctrain.loss import VelocityField, group_loss
 from wctrain.models.base import actions_to_tensor
-from wctrain.models.tinywm import TinyWM
 from wctrain.policy import build_frozen_copy
 from wctrain.rollout import GroupRollout
 from wctrain.trainable import names_module, optimizer_groups, resolve_trainable, select_trainable
 
 
 @pytest.fixture()
-def model():
-    torch.manual_seed(0)
-    return TinyWM(block_out_channels=(16, 32, 32), cond_embed_dim=32, attention_heads=2)
+def model(make_small_tinywm):
+    return make_small_tinywm()
 
 
 def test_the_model_declares_what_trains_by_default(model):

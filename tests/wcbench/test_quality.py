@@ -14,7 +14,7 @@ from wcbench.scoring.quality import (COMPONENT_NOTES, QualityResult, QualityScor
                                      build_quality_scorer, clip_vq, spatial_indices)
 from wcbench.scoring.vq_probes import damage, damage_orderings, gradual, mean_vq, per_clip_vq, texture_video
 
-REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
+REALVID = Path(__file__).resolve().parents[3] / "shared" / "realvid"
 SIZE = 96
 
 

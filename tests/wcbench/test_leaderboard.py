@@ -19,10 +19,9 @@ from wcbench.report.results import rebuild
 
 
 @pytest.fixture(scope="module")
-def honest_run(tmp_path_factory):
+def honest_run(tmp_path_factory, write_tiny_suite):
     root = tmp_path_factory.mktemp("lb")
-    suite = root / "lbtiny.yaml"
-    suite.write_text("base: wc-mini\nname: lbtiny\nresolution: [96, 96]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
+    suite = write_tiny_suite(root, name="lbtiny", resolution=(96, 96))
     out = root / "run"
     assert main(["run", "--suite", str(suite), "--model", "oracle-lag", "--out", str(out)]) == 0
     return suite, out

@@ -19,7 +19,7 @@ from wcbench.pose.tracking import TrackerConfig, detect_corners
 from wcbench.scenes.synthetic import build_scene, depth_map, render_frames
 
 SIZE = 128
-REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
+REALVID = Path(__file__).resolve().parents[3] / "shared" / "realvid"
 
 
 def render(script_text: str, seed: int = 11, size: int = SIZE) -> tuple[np.ndarray, np.ndarray, list]:

@@ -24,11 +24,10 @@ def snapshot(folder: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
+def folders(tmp_path_factory, write_tiny_suite):
     """A one-case `run` folder and a one-row `score` folder (gt estimator: fast)."""
     root = tmp_path_factory.mktemp("outdir")
-    suite = root / "tiny.yaml"
-    suite.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
+    suite = write_tiny_suite(root)
     run_dir = root / "run"
     assert main(["run", "--suite", str(suite), "--out", str(run_dir), "estimator=gt", "--limit", "1"]) == 0
     case_id = next((run_dir / "cases").glob("*.json")).stem

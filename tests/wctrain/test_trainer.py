@@ -17,14 +17,13 @@ from wctrain.cli import load_config, main
 from wctrain.models.tinywm import TinyWM
 from wctrain.trainer import train
 
-PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS = Path(__file__).parents[1] / "plugins"
 
 
 @pytest.fixture(scope="module")
-def tiny_init(tmp_path_factory):
-    torch.manual_seed(0)
+def tiny_init(tmp_path_factory, make_small_tinywm):
     path = tmp_path_factory.mktemp("init") / "tinywm"
-    TinyWM(block_out_channels=(16, 32, 32), cond_embed_dim=32, attention_heads=2).save_pretrained(path)
+    make_small_tinywm().save_pretrained(path)
     return path
 
 

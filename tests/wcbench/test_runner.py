@@ -21,26 +21,18 @@ from wcbench.core.video import read_frames_at
 from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
 from wcbench.models.registry import build_model
-from wcbench.pose import build_estimator
 from wcbench.report.results import build_results
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.run.strip import load_strip, sample_indices, strip_path
-from wcbench.scoring.case import Scorers
-from wcbench.scoring.quality import build_quality_scorer
 from wcbench.scoring.record import load_record, load_records
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
-def tiny_suite(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\ncases_per_cell: 2\n")
-    return path
+def tiny_suite(tmp_path, write_tiny_suite):
+    return write_tiny_suite(tmp_path, cases_per_cell=2)
 
-
-def _scorers():
-    return Scorers(build_estimator("gt"), build_quality_scorer("default"))
 
 
 def _comparable(out_dir):
@@ -98,20 +90,20 @@ class _KillAfter(OracleModel):
         return super().reset(image, prompt, seed, info)
 
 
-def test_resume_after_kill_recomputes_nothing(tiny_suite, tmp_path):
+def test_resume_after_kill_recomputes_nothing(tiny_suite, tmp_path, make_scorers):
     suite = load_suite(tiny_suite)
     run = RunConfig(model="oracle")
     killed, log = tmp_path / "killed", []
     with pytest.raises(KeyboardInterrupt):
-        run_suite(suite, _KillAfter(3, log), run, _scorers(), killed)
+        run_suite(suite, _KillAfter(3, log), run, make_scorers("gt"), killed)
     done = sorted(p.stem for p in (killed / "cases").glob("*.json"))
     assert done == sorted(log[:2])
     assert not list(killed.rglob("*.partial*"))  # nothing half-written
     resumed_log = []
-    run_suite(suite, _KillAfter(None, resumed_log), run, _scorers(), killed)
+    run_suite(suite, _KillAfter(None, resumed_log), run, make_scorers("gt"), killed)
     assert sorted(resumed_log) == sorted(c.id for c in suite.cases if c.id not in done)
     clean = tmp_path / "clean"
-    run_suite(suite, _KillAfter(None, []), run, _scorers(), clean)
+    run_suite(suite, _KillAfter(None, []), run, make_scorers("gt"), clean)
     for path in (killed, clean):
         records = load_records(path)
         results = build_results({}, records)
@@ -144,9 +136,9 @@ class _Broken(OracleModel):
         return frames
 
 
-def test_failures_are_isolated(tiny_suite, tmp_path):
+def test_failures_are_isolated(tiny_suite, tmp_path, make_scorers):
     out = tmp_path / "broken"
-    records = run_suite(load_suite(tiny_suite), _Broken(), RunConfig(model="broken"), _scorers(), out)
+    records = run_suite(load_suite(tiny_suite), _Broken(), RunConfig(model="broken"), make_scorers("gt"), out)
     status = [(r.status, r.error) for r in records]
     assert status[0] == ("ok", None)
     failed_id = records[1].id
@@ -182,11 +174,11 @@ class _HangsOnSecondCase(OracleModel):
         return super().step(actions)
 
 
-def test_hanging_model_times_out_and_the_run_goes_on(tiny_suite, tmp_path):
+def test_hanging_model_times_out_and_the_run_goes_on(tiny_suite, tmp_path, make_scorers):
     out = tmp_path / "hang"
     started = time.monotonic()
     records = run_suite(load_suite(tiny_suite), _HangsOnSecondCase(), RunConfig(model="hangs", timeout_s=1.0),
-                        _scorers(), out)
+                        make_scorers("gt"), out)
     assert time.monotonic() - started < 50
     assert [r.status for r in records] == ["ok", "failed", "ok", "ok"]
     assert "clip 0 timed out after 1 s" in records[1].error and records[1].id in records[1].error
@@ -233,11 +225,11 @@ def test_stand_in_models_report_no_speed(tiny_suite, tmp_path):
     assert json.loads((out / "results.json").read_text())["interactivity"] == {}
 
 
-def test_estimated_path_points_as_commanded(tiny_suite, tmp_path):
+def test_estimated_path_points_as_commanded(tiny_suite, tmp_path, make_scorers):
     """The report's estimated camera path (chained clip by clip) follows the commanded one: per
     frame transition, the estimated displacement points the way the commanded one does."""
     out = tmp_path / "paths"
-    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    scorers = make_scorers()
     records = run_suite(load_suite(tiny_suite), OracleModel(), RunConfig(model="oracle"), scorers, out, limit=2)
     for record in records:
         commanded = np.diff(np.asarray(record.paths["commanded"]), axis=0)

@@ -16,7 +16,7 @@ from wcbench.data.suite import SuiteError, load_suite
 from wcbench.scenes import case_world
 from wcbench.scenes.packs import scene_family
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CAPTIONS = {"harbour.jpg": "A harbour at dusk, boats moored along a stone pier",
             "forest.png": "A forest path in autumn, low sun through the trees",
             "street.jpg": "A narrow old-town street after rain, shop signs lit"}

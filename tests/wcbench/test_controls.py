@@ -72,10 +72,8 @@ def test_worldplay_round_trip(script):
     assert step_labels_from_latent_poses(latent_poses, half_step) == [a.label for a in script.step_actions()]
 
 
-def test_export_formats_and_adding_one_later(tmp_path):
-    suite_path = tmp_path / "tiny.yaml"
-    suite_path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\n"
-                          "cases_per_cell: 1\ntracks: [combined]\n")
+def test_export_formats_and_adding_one_later(tmp_path, write_tiny_suite):
+    suite_path = write_tiny_suite(tmp_path, tracks=("combined",))
     out = tmp_path / "export"
     assert main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "matrix-game"]) == 0
     case = load_suite(suite_path).cases[0]
@@ -139,7 +137,8 @@ def yaw_per_frame(controls, num_frames):
 
 
 @pytest.mark.parametrize("family", ["matrix-game", "text-actions", "worldplay"])
-def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_controls(family, tmp_path, monkeypatch):
+def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_controls(family, tmp_path, monkeypatch,
+                                                                                   write_tiny_suite):
     package = tmp_path / "checkout"
     package.mkdir()
     (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
@@ -149,9 +148,7 @@ def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_contro
     model = build_model(family, include_paths=[package], weights=str(weights), loader="fake_release:load_pipeline",
                         scale=2.0)
     assert "fake_release" not in sys.modules  # nothing imported until a case starts
-    suite_path = tmp_path / "tiny.yaml"
-    suite_path.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\n"
-                          "cases_per_cell: 1\ntracks: [basic]\n")
+    suite_path = write_tiny_suite(tmp_path, tracks=("basic",))
     from wcbench.run.runner import generate_case
 
     suite = load_suite(suite_path)

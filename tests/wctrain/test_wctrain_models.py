@@ -10,7 +10,7 @@ import torch
 from wcbench.core.actions import Action
 from wctrain.models.registry import available_models, build_trainable, load_trained, save_model
 
-PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS = Path(__file__).parents[1] / "plugins"
 
 
 @pytest.fixture()

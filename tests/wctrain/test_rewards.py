@@ -10,10 +10,8 @@ import pytest
 from wcbench.cli import main
 from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_script, trajectory_from_actions
 from wcbench.core.video import write_video
-from wcbench.pose import build_estimator
 from wcbench.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
-from wcbench.scoring.quality import build_quality_scorer
 from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)
 
@@ -30,14 +28,14 @@ def lagging_video():
     return render_frames(scene, poses, intrinsics_from_fov(160, 128, 75.0), 160, 128)
 
 
-def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path):
+def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path, make_scorers):
     write_video(tmp_path / "v.avi", lagging_video)
     manifest = tmp_path / "m.csv"
     with manifest.open("w", newline="") as handle:
         csv.writer(handle).writerows([["id", "video", "actions", "fov_deg"], ["c", "v.avi", SCRIPT.format(), 75.0]])
     main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "out")])
     per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
-    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    scorers = make_scorers()
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
     rewards = build_rewards(["following", "quality"], RewardContext(scorers, 75.0))
     per_latent = rewards["following"](views, [""] * len(views))
@@ -51,7 +49,7 @@ def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path):
     assert isinstance(rewards["following"], FollowingReward) and isinstance(rewards["quality"], QualityReward)
 
 
-def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(lagging_video, tmp_path):
+def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(lagging_video, tmp_path, make_scorers):
     """The released WorldCompass training reward equals, per clip, the mean of translation and
     rotation accuracy that `wcbench score mode=worldcompass-compat` reports."""
     write_video(tmp_path / "v.avi", lagging_video)
@@ -60,7 +58,7 @@ def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(laggin
         csv.writer(handle).writerows([["id", "video", "actions", "fov_deg"], ["c", "v.avi", SCRIPT.format(), 75.0]])
     main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "out"), "mode=worldcompass-compat"])
     per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
-    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    scorers = make_scorers()
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
     fine = build_rewards(["fine_action"], RewardContext(scorers, 75.0))["fine_action"](views, [""] * len(views))
     assert [np.mean(v) for v in fine] == pytest.approx([0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip],
@@ -105,13 +103,13 @@ def test_user_rewards_by_dotted_path_and_their_shapes_are_checked(monkeypatch):
         build_rewards(["test_rewards:no_such_reward"], context)
 
 
-def test_a_wcbench_scorer_becomes_a_builtin_in_one_registration(lagging_video):
+def test_a_wcbench_scorer_becomes_a_builtin_in_one_registration(lagging_video, make_scorers):
     """How issue 30's fine_action joins: one line mapping a name to a wcbench scorer call."""
     from wcbench.scoring.case import score_clip_following
 
     REWARDS.register("rotation_accuracy")(lambda ctx: ClipScorer(
         lambda view, scorers, fov: score_clip_following(view, scorers, fov)[0].if_rot_acc, ctx))
-    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    scorers = make_scorers()
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(2)]
     values = build_rewards(["rotation_accuracy"], RewardContext(scorers, 75.0))["rotation_accuracy"](views, ["", ""])
     assert values == [score_clip_following(v, scorers, 75.0)[0].if_rot_acc for v in views]

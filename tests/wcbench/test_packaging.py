@@ -7,7 +7,7 @@ from pathlib import Path
 
 from wcbench.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_package_is_listed():
@@ -42,12 +42,11 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_core_install_runs_without_torch(tmp_path):
+def test_core_install_runs_without_torch(tmp_path, write_tiny_suite):
     """Core dependencies hold no torch; scoring, export and a one-process run need none."""
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     assert not [d for d in core if d.split(">")[0].split("=")[0] in ("torch", "accelerate", "diffusers")]
-    suite = tmp_path / "tiny.yaml"
-    suite.write_text("base: wc-mini\nname: tiny\nresolution: [64, 48]\nhorizons: {short: 125}\ncases_per_cell: 1\n")
+    suite = write_tiny_suite(tmp_path)
 
     def wcbench(*argv):
         return subprocess.run([sys.executable, "-c", _WITHOUT_TORCH, *argv], capture_output=True, text=True,

@@ -15,9 +15,7 @@ import pytest
 from wcbench.core.actions import parse_script
 from wcbench.core.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
                                 write_video)
-from wcbench.pose import build_estimator
-from wcbench.scoring.case import CaseScorer, Scorers, score_frames
-from wcbench.scoring.quality import build_quality_scorer
+from wcbench.scoring.case import CaseScorer, score_frames
 
 
 def _panning(num_frames: int, height: int = 48, width: int = 64) -> np.ndarray:
@@ -82,23 +80,20 @@ def test_unreadable_videos_are_named(tmp_path):
 SCRIPT = parse_script("d-2, right-3, w-3")  # 8 latent steps: 33 frames, clips of 4 steps
 
 
-def _scorers():
-    return Scorers(build_estimator("opencv"), build_quality_scorer("default"))
 
-
-def test_streamed_scoring_equals_whole_video_scoring():
+def test_streamed_scoring_equals_whole_video_scoring(make_scorers):
     frames = _panning(SCRIPT.num_frames)
-    whole = score_frames(frames, SCRIPT, _scorers(), fov_deg=75.0)
-    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+    whole = score_frames(frames, SCRIPT, make_scorers(), fov_deg=75.0)
+    scorer = CaseScorer(SCRIPT, make_scorers(), fov_deg=75.0)
     for frame in frames:
         scorer.add(frame[None])
     assert scorer.finish() == whole
 
 
-def test_the_scorer_holds_one_clip_not_the_video():
+def test_the_scorer_holds_one_clip_not_the_video(make_scorers):
     """Frames handed over one at a time are released once their clip is scored: at any time at
     most one clip (16 frames) plus the frame before it are alive."""
-    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+    scorer = CaseScorer(SCRIPT, make_scorers(), fov_deg=75.0)
     alive = []
     most = 0
     for frame in _panning(SCRIPT.num_frames):
@@ -112,8 +107,8 @@ def test_the_scorer_holds_one_clip_not_the_video():
     scorer.finish()
 
 
-def test_wrong_length_is_an_error_after_streaming():
-    scorer = CaseScorer(SCRIPT, _scorers(), fov_deg=75.0)
+def test_wrong_length_is_an_error_after_streaming(make_scorers):
+    scorer = CaseScorer(SCRIPT, make_scorers(), fov_deg=75.0)
     scorer.add(_panning(SCRIPT.num_frames + 4))
     with pytest.raises(ValueError, match="video has 37 frames but the script .* needs 33"):
         scorer.finish()
