@@ -48,7 +48,7 @@ from wcbench.pose.calibration import (
     motion_case,
     render_calibration_videos,
 )
-from wcbench.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
+from wcbench.data.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
 from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from wcbench.core.actions import StepSizes
 from wcbench.pose.calibration import MotionCase
-from wcbench.scenes.synthetic import SCENE_FAMILIES, camera_setup
+from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import DefaultVQConfig, build_quality_scorer, compute_default_raw
 from wcbench.scoring.vq_probes import (DAMAGE_LEVELS, GRADUAL_KINDS, damage_orderings, gradual, per_clip_vq,

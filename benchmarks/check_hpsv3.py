@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
-from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.quality import build_quality_scorer
 
 

@@ -30,7 +30,7 @@ from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
 from wcbench.pose.calibration import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
 from wcbench.pose.opencv import _even_subset, prepare_gray, scale_intrinsics, working_size
-from wcbench.scenes.synthetic import SCENE_FAMILIES
+from wcbench.data.scenes.synthetic import SCENE_FAMILIES
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from per_label_following import STRAFE_YAW
 from wcbench.core.actions import script_from_steps
 from wcbench.data.suite import load_suite
 from wcbench.pose import build_estimator
-from wcbench.scenes.packs import synthetic_world
+from wcbench.data.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wctrain.config import RLConfig

@@ -14,7 +14,7 @@ import torch
 
 from wcbench.core.actions import parse_script
 from wcbench.data.suite import Suite, generate_script
-from wcbench.scenes.packs import synthetic_world
+from wcbench.data.scenes.packs import synthetic_world
 from wctrain.config import RLConfig
 from wctrain.curriculum import clip_labels, episode_weights
 from wctrain.rollout import Episode

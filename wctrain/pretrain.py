@@ -2,7 +2,7 @@
 trainable world model (tinywm, tinywan, or ``model=pkg.module:factory``).
 
 Data: random action scripts (``wcbench.data.suite.generate_script``) rendered in procedural rooms
-(``wcbench.scenes.synthetic``) with the suite's step sizes and field of view. The mix mirrors
+(``wcbench.data.scenes.synthetic``) with the suite's step sizes and field of view. The mix mirrors
 how real world models are trained: mostly basic actions (one component at a time), few
 combined ones, so the pretrained model follows basic actions clearly better than combined
 ones and RL has something to fix.
@@ -41,7 +41,7 @@ from wcbench.core.actions import (FRAMES_PER_LATENT, Action, Script, Segment, in
                                   script_trajectory)
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, generate_script, load_suite
-from wcbench.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
+from wcbench.data.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
 from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
 from wctrain.models.base import draw_noise

@@ -13,8 +13,8 @@ from wcbench.core.actions import load_worldplay_json, parse_script
 from wcbench.core.video import write_video
 from wcbench.data.suite import load_suite
 from wcbench.run.export import export_suite
-from wcbench.scenes import case_world
-from wcbench.scenes.synthetic import render_frames
+from wcbench.data.scenes import case_world
+from wcbench.data.scenes.synthetic import render_frames
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("wcbench", "wctrain")
 
 # The flow, upstream first: a module may import from its own stage or an earlier one.
-STAGES = {"core": 0, "data": 1, "scenes": 1, "models": 2, "pose": 2, "scoring": 3, "run": 4, "report": 5,
+STAGES = {"core": 0, "data": 1, "models": 2, "pose": 2, "scoring": 3, "run": 4, "report": 5,
           "cli": 6, "__main__": 6}
 # Imported inside functions on purpose: optional packages that are heavy or absent from a plain
 # install (torch and accelerate come with the [train] extra, hpsv3 with [hpsv3], ...).

@@ -16,7 +16,7 @@ from wcbench.pose.calibration import degrade
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig, detect_corners
-from wcbench.scenes.synthetic import build_scene, depth_map, render_frames
+from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
 SIZE = 128
 REALVID = Path(__file__).resolve().parents[3] / "shared" / "realvid"
@@ -273,8 +273,8 @@ def test_the_same_speed_reads_alike_forward_and_sideways(estimator):
 def test_a_turn_in_front_of_a_near_wall_is_not_a_translation(estimator):
     """Every track on one wall a unit away: a turn moves it exactly like a sideways step would
     to first order; the rotation-only model explains it, so no translation is read."""
-    from wcbench.scenes.render import Box, Scene
-    from wcbench.scenes.textures import atlas_pyramid, make_texture
+    from wcbench.data.scenes.render import Box, Scene
+    from wcbench.data.scenes.textures import atlas_pyramid, make_texture
 
     texture = make_texture(np.random.default_rng(3), "speckled", "vivid")
     wall = Scene(seed=0, boxes=[Box(np.array([-1.2, -1.2, -1.2]), np.array([1.2, 1.2, 1.0]), 0, 0.5, inside=True)],

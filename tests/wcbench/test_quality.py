@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
-from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import (COMPONENT_NOTES, QualityResult, QualityScorer, available_quality_scorers,
                                      build_quality_scorer, clip_vq, spatial_indices)

@@ -13,8 +13,8 @@ import pytest
 from wcbench.cli import main
 from wcbench.core.actions import intrinsics_from_fov
 from wcbench.data.suite import SuiteError, load_suite
-from wcbench.scenes import case_world
-from wcbench.scenes.packs import scene_family
+from wcbench.data.scenes import case_world
+from wcbench.data.scenes.packs import scene_family
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTIONS = {"harbour.jpg": "A harbour at dusk, boats moored along a stone pier",

@@ -6,7 +6,7 @@ import pytest
 from wcbench.core.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
 from wcbench.models.base import CaseInfo
 from wcbench.models.registry import available_models, build_model
-from wcbench.scenes.synthetic import build_scene, render, render_frames
+from wcbench.data.scenes.synthetic import build_scene, render, render_frames
 
 SCRIPT = parse_script("w-2, left-1, d+up-1")
 STEPS = StepSizes(0.05, 0.75)
@@ -84,7 +84,7 @@ def test_registry_errors():
 # ---------------------------------------------------------------- scene families
 
 from wcbench.core.actions import camera_rotation  # noqa: E402
-from wcbench.scenes.synthetic import SCENE_FAMILIES, camera_setup, depth_map  # noqa: E402
+from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup, depth_map  # noqa: E402
 
 FAMILY_SCRIPT = parse_script("w-2, a+left-2, s+up-1")
 

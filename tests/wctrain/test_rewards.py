@@ -10,7 +10,7 @@ import pytest
 from wcbench.cli import main
 from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_script, trajectory_from_actions
 from wcbench.core.video import write_video
-from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
 from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)

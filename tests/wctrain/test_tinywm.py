@@ -218,7 +218,7 @@ def test_shipped_checkpoint_moves_the_picture_the_commanded_way():
     import cv2
 
     from wcbench.core.actions import intrinsics_from_fov
-    from wcbench.scenes.synthetic import build_scene
+    from wcbench.data.scenes.synthetic import build_scene
 
     scene = build_scene(seed=4242)
     image = scene.render(np.eye(4), intrinsics_from_fov(64, 64, 75.0), 64, 64)

@@ -19,8 +19,8 @@ import numpy as np
 import yaml
 
 from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
-from wcbench.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
-from wcbench.scenes.synthetic import RENDERER_VERSION, SCENE_FAMILIES
+from wcbench.data.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
+from wcbench.data.scenes.synthetic import RENDERER_VERSION, SCENE_FAMILIES
 
 SUITE_FORMAT_VERSION = 1
 HORIZON_FRAMES = {"short": 125, "mid": 253, "long": 381}

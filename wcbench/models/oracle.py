@@ -11,7 +11,7 @@ import numpy as np
 from wcbench.core.actions import FRAMES_PER_LATENT, Action, trajectory_from_actions
 from wcbench.models.base import CaseInfo
 from wcbench.models.registry import register_model
-from wcbench.scenes.synthetic import render
+from wcbench.data.scenes.synthetic import render
 
 
 class OracleModel:

@@ -17,7 +17,7 @@ from wcbench.pose import build_estimator
 from wcbench.pose.base import save_estimator_thresholds
 from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, calibrate, calibration_record, confusion_report,
                                       estimate_video, render_calibration_videos)
-from wcbench.scenes.families import SCENE_FAMILIES
+from wcbench.data.scenes.families import SCENE_FAMILIES
 
 
 def _confusion_table(title: str, labels: list[str], matrix: list[list[int]]) -> Table:

@@ -36,9 +36,9 @@ from wcbench.core.actions import (
     yaw_pitch_deg,
 )
 from wcbench.pose.base import PoseEstimate
-from wcbench.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
+from wcbench.data.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
 from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
-from wcbench.scenes.synthetic import build_scene, render_frames
+from wcbench.data.scenes.synthetic import build_scene, render_frames
 
 DEGRADATIONS = ("clean", "jpeg", "blur", "noise")
 # rotation label by (yaw sign + 1, pitch sign + 1), taken from the action model itself
@@ -85,7 +85,7 @@ class CalibrationSpec:
     """What to render: families x seeds x tracks x step scales, each under every degradation.
 
     Rooms are filmed as the suites film them (``fov_deg``, ``steps`` x each step scale); the other
-    families draw a camera per video (:func:`wcbench.scenes.synthetic.camera_setup`: FOV 60-90 deg,
+    families draw a camera per video (:func:`wcbench.data.scenes.synthetic.camera_setup`: FOV 60-90 deg,
     speed 0.5-2x, start pitch +-8 deg), the step scale index picking the draw."""
 
     seeds: tuple[int, ...] = tuple(range(9000, 9006))  # as `wcbench calibrate`; suites and benchmarks use others

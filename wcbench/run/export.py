@@ -26,7 +26,7 @@ from wcbench.core import controls
 from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
 from wcbench.core.storage import write_json, write_text
 from wcbench.data.suite import Case, Suite
-from wcbench.scenes import case_world
+from wcbench.data.scenes import case_world
 from wcbench.scoring.following import commanded_labels
 
 

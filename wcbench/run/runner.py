@@ -38,7 +38,7 @@ from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.run.strip import StripFrames, save_strip, strip_path
-from wcbench.scenes import case_world
+from wcbench.data.scenes import case_world
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 

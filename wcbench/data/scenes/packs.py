@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 
 from wcbench.core.actions import intrinsics_from_fov, script_trajectory
-from wcbench.scenes.synthetic import Scene, build_scene
+from wcbench.data.scenes.synthetic import Scene, build_scene
 
 PACKS = ("synthetic", "images")
 

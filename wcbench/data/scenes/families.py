@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wcbench.scenes.render import Box, Ground, Scene, Sky
-from wcbench.scenes.textures import (
+from wcbench.data.scenes.render import Box, Ground, Scene, Sky
+from wcbench.data.scenes.textures import (
     GROUND_MATERIALS,
     MATERIALS,
     PALETTES,

@@ -2,16 +2,16 @@
 
 Everything follows from a seed, a family and the camera positions the scene must leave free,
 so a scene carries its true poses and renders the same pixels every time. The families are
-built in :mod:`wcbench.scenes.families`, drawn by :mod:`wcbench.scenes.render` with textures
-from :mod:`wcbench.scenes.textures`; this module is the pack's entry point.
+built in :mod:`wcbench.data.scenes.families`, drawn by :mod:`wcbench.data.scenes.render` with textures
+from :mod:`wcbench.data.scenes.textures`; this module is the pack's entry point.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wcbench.scenes.families import SCENE_FAMILIES, CameraSetup, build_family_scene, camera_setup
-from wcbench.scenes.render import RENDERER_VERSION, Scene, depth_map, render, render_frames
+from wcbench.data.scenes.families import SCENE_FAMILIES, CameraSetup, build_family_scene, camera_setup
+from wcbench.data.scenes.render import RENDERER_VERSION, Scene, depth_map, render, render_frames
 
 __all__ = ["SCENE_FAMILIES", "RENDERER_VERSION", "CameraSetup", "Scene", "build_scene", "camera_setup", "depth_map",
            "render", "render_frames"]

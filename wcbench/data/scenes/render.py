@@ -1,9 +1,9 @@
 """The synthetic scenes' renderer: vectorised numpy ray casting of textured boxes, an optional
 ground plane to the horizon and an optional sky (with distant mountains) at infinite depth.
 
-A :class:`Scene` is pure data (built by :mod:`wcbench.scenes.families`); :func:`render` draws
+A :class:`Scene` is pure data (built by :mod:`wcbench.data.scenes.families`); :func:`render` draws
 it from any camera pose. Textures are sampled trilinearly from the scene's mip-mapped atlas
-(:mod:`wcbench.scenes.textures`), so distant surfaces do not shimmer.
+(:mod:`wcbench.data.scenes.textures`), so distant surfaces do not shimmer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wcbench.scenes.textures import TEXTURE_SIZE, mip_level, sample_atlas
+from wcbench.data.scenes.textures import TEXTURE_SIZE, mip_level, sample_atlas
 
 RENDERER_VERSION = 2  # bump whenever rendered pixels change (2: camera-frame translation)
 _LIGHT = np.array([0.45, -0.8, 0.35]) / np.linalg.norm([0.45, -0.8, 0.35])
