@@ -179,9 +179,10 @@ def test_verify_checks_every_video_and_carries_on(honest_run, tmp_path, capsys):
     assert f"flagged case {records[1]['id']}: video" in err and "is missing" in err
 
 
-def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run, tmp_path):
+def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run, tmp_path, monkeypatch):
     """Videos made elsewhere from `wcbench export`'s manifest: `score --model-name` gives a
-    folder that submit accepts (the same numbers as the run that made the videos) and verify passes."""
+    folder that submit accepts (the same numbers as the run that made the videos) and verify
+    passes, also when the manifest was named by a relative path and verify runs elsewhere."""
     from wcbench.run.export import export_suite
     from wcbench.data.suite import load_suite
 
@@ -198,8 +199,10 @@ def test_exported_manifest_scored_elsewhere_is_submitted_and_verified(honest_run
         writer.writeheader()
         writer.writerows(rows)
     scored = tmp_path / "scored"
-    assert main(["score", "--manifest", str(manifest), "--out", str(scored), "--model-name", "elsewhere-wm",
+    monkeypatch.chdir(tmp_path)
+    assert main(["score", "--manifest", "export/manifest.csv", "--out", "scored", "--model-name", "elsewhere-wm",
                  "--suite", str(suite_path)]) == 0
+    monkeypatch.chdir(export_dir / "videos")
     boards = tmp_path / "boards"
     assert main(["submit", str(scored), "--leaderboards", str(boards)]) == 0
     entry = json.loads((boards / "lbtiny.jsonl").read_text())

@@ -178,9 +178,10 @@ def parse_row(raw: RawRow, base: Path) -> ManifestRow:
     if raw.extra:
         raise ValueError(f"line {raw.line}: {len(raw.extra)} more field(s) than the header has columns: "
                          f"an actions script with commas must be quoted, e.g. \"w-3, d-2\"")
-    video = Path(str(values["video"]))
+    # absolute, so that the record finds its video from wherever report, submit or verify run
+    video = (base / Path(str(values["video"]))).absolute()
     return ManifestRow(
-        id=row_id, video=video if video.is_absolute() else base / video, actions=str(values["actions"]),
+        id=row_id, video=video, actions=str(values["actions"]),
         prompt=str(values.get("prompt") or ""),
         fov_deg=_optional_float(values.get("fov_deg"), "fov_deg", row_id),
         step_translation=_optional_float(values.get("step_translation"), "step_translation", row_id),
