@@ -1,11 +1,13 @@
 """Streaming video IO and scoring: clip-by-clip writing equals writing at once and is atomic,
-decoding counts the decoder's complaints, the decoding thread stops with its reader and passes
-other stderr output on unchanged, and the case scorer holds one clip, never the video,
-while giving the numbers of whole-video scoring."""
+stored videos are lossless HuffYUV and FFV1 videos of earlier runs still read exactly,
+decoding counts the decoder's complaints, the decoding thread runs ahead of its reader by a
+byte budget, stops with its reader and passes other stderr output on unchanged, and the case
+scorer holds one clip, never the video, while giving the numbers of whole-video scoring."""
 
 import gc
 import os
 import threading
+import time
 import weakref
 
 import cv2
@@ -13,8 +15,8 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import parse_script
-from wcbench.core.video import (VideoReadError, VideoSource, prefetched, read_frames_at, read_video, video_writer,
-                                write_video)
+from wcbench.core.video import (STORED_FOURCC, VideoReadError, VideoSource, prefetched, read_frames_at, read_video,
+                                video_writer, write_video)
 from wcbench.scoring.case import CaseScorer, score_frames
 
 
@@ -32,10 +34,39 @@ def test_streamed_writing_equals_writing_at_once(tmp_path):
         writer.write(frames[:1])
         for start in range(1, 33, 16):
             writer.write(frames[start:start + 16])
-    assert np.array_equal(read_video(tmp_path / "clips.avi"), frames)  # FFV1 is lossless
+    assert np.array_equal(read_video(tmp_path / "clips.avi"), frames)  # stored video is lossless
     assert np.array_equal(read_video(tmp_path / "whole.avi"), frames)
     assert np.array_equal(read_frames_at(tmp_path / "clips.avi", [0, 7, 32]), frames[[0, 7, 32]])
     assert VideoSource(tmp_path / "clips.avi").count_frames() == 33
+
+
+def _fourcc(path) -> str:
+    code = int(cv2.VideoCapture(str(path)).get(cv2.CAP_PROP_FOURCC))
+    return "".join(chr((code >> 8 * k) & 0xFF) for k in range(4))
+
+
+@pytest.mark.parametrize("suffix", [".avi", ".mkv"])
+def test_stored_videos_are_huffyuv_and_exact_on_any_content(tmp_path, suffix):
+    """Every value of every channel survives (noise, saturated and black pixels, colours no
+    smooth video has), in both containers the writer takes."""
+    rng = np.random.default_rng(5)
+    frames = rng.integers(0, 256, (5, 48, 66, 3), dtype=np.uint8)
+    frames[:, :8] = 255
+    frames[:, -8:] = 0
+    path = tmp_path / f"v{suffix}"
+    write_video(path, frames)
+    assert _fourcc(path) == STORED_FOURCC == "HFYU"
+    assert np.array_equal(read_video(path), frames)
+
+
+def test_ffv1_videos_of_earlier_runs_still_read_exactly(tmp_path):
+    frames = _panning(9)
+    writer = cv2.VideoWriter(str(tmp_path / "old.avi"), cv2.VideoWriter_fourcc(*"FFV1"), 16, (64, 48))
+    for frame in frames:
+        writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+    writer.release()
+    assert _fourcc(tmp_path / "old.avi").upper() == "FFV1"
+    assert np.array_equal(read_video(tmp_path / "old.avi"), frames)
 
 
 def test_a_failed_write_leaves_nothing(tmp_path):
@@ -130,6 +161,29 @@ def test_stopping_early_stops_the_decoding_thread(tmp_path):
     assert _alive_prefetchers() == []
 
 
+def test_the_decoding_thread_runs_ahead_by_its_byte_budget():
+    """With 35 bytes of room for items of 10, the producer holds 3 ready and a fourth in hand,
+    and no more however long the reader waits; an item larger than the budget still passes."""
+    made = []
+
+    def items():
+        for k in range(20):
+            made.append(k)
+            yield np.zeros(10, np.uint8)
+
+    reader = prefetched(items, 35)
+    next(reader)
+    deadline = time.monotonic() + 10
+    while len(made) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert len(made) == 5  # the one read, three held, one waiting for room
+    assert sum(1 for _ in reader) == 19
+    large = (np.zeros(99, np.uint8) for _ in range(3))
+    assert [len(item) for item in prefetched(lambda: large, 35)] == [99] * 3
+    assert _alive_prefetchers() == []
+
+
 def test_a_producer_error_reaches_the_reader_and_closes_the_producer():
     closed = []
 
@@ -143,7 +197,7 @@ def test_a_producer_error_reaches_the_reader_and_closes_the_producer():
 
     got = []
     with pytest.raises(VideoReadError, match="frame 2 is damaged"):
-        for item in prefetched(frames, 1):
+        for item in prefetched(frames, 1, size_of=lambda item: 1):
             got.append(item)
     assert got == [1, 2] and closed == [True] and _alive_prefetchers() == []
 
