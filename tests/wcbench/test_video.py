@@ -2,7 +2,8 @@
 stored videos are lossless HuffYUV and FFV1 videos of earlier runs still read exactly,
 decoding counts the decoder's complaints, the decoding thread runs ahead of its reader by a
 byte budget, stops with its reader and passes other stderr output on unchanged, and the case
-scorer holds one clip, never the video, while giving the numbers of whole-video scoring."""
+scorer holds one clip, never the video, scores a clip's quality beside its camera motion and
+gives the numbers of whole-video scoring."""
 
 import gc
 import os
@@ -119,6 +120,45 @@ def test_streamed_scoring_equals_whole_video_scoring(make_scorers):
     for frame in frames:
         scorer.add(frame[None])
     assert scorer.finish() == whole
+
+
+def _meeting(call, barrier: threading.Barrier, threads: list[str]):
+    """``call``, made to wait until the other scorer of the clip is running too."""
+
+    def run(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        barrier.wait()
+        return call(*args, **kwargs)
+
+    return run
+
+
+def test_a_clips_quality_is_scored_beside_its_camera_motion(make_scorers):
+    """Each clip's estimator and quality calls are in flight at the same time (the barrier
+    breaks, an error, if either waits for the other to finish first); the numbers are those of
+    scorers that are not watched."""
+    scorers, threads = make_scorers(), []
+    barrier = threading.Barrier(2, timeout=30)
+    scorers.estimator.estimate = _meeting(scorers.estimator.estimate, barrier, threads)
+    scorers.quality.score = _meeting(scorers.quality.score, barrier, threads)
+    frames = _panning(SCRIPT.num_frames)
+    fields = score_frames(frames, SCRIPT, scorers, fov_deg=75.0)
+    assert fields == score_frames(frames, SCRIPT, make_scorers(), fov_deg=75.0)
+    clips = len(fields["per_clip"])
+    assert len(threads) == 2 * clips and sum(name.startswith("wcbench-quality") for name in threads) == clips
+
+
+@pytest.mark.parametrize("broken", ["estimator", "quality"])
+def test_an_error_in_either_scorer_reaches_the_caller(make_scorers, broken):
+    scorers = make_scorers()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError(f"{broken} broke")
+
+    setattr(getattr(scorers, broken), "estimate" if broken == "estimator" else "score", fail)
+    with pytest.raises(RuntimeError, match=f"{broken} broke"):
+        score_frames(_panning(SCRIPT.num_frames), SCRIPT, scorers, fov_deg=75.0)
+    assert not [t for t in threading.enumerate() if t.name.startswith("wcbench-quality")]
 
 
 def test_the_scorer_holds_one_clip_not_the_video(make_scorers):
