@@ -3,7 +3,9 @@
 Prints, on held-out synthetic scenes (seeds 7000+, disjoint from the calibration seeds
 9000-9005), one table per scene family (room, open terrain with sky, street): full-label /
 translation / rotation accuracy per transition for each track (basic, combined, car) at each
-size, clean and under JPEG q30, Gaussian blur sigma 1 and noise sigma 5; a
+size, clean and under JPEG q30, Gaussian blur sigma 1 and noise sigma 5, and with wobbling
+content (each frame displaced by its own smooth random field, 0.3 px RMS at 160 px, as a
+generated video's content wobbles); a
 leave-one-family-out row per family (thresholds calibrated on the other families' calibration
 scenes, scored on this family's held-out clean videos); how alike the same speed reads
 forward and sideways; the real clips of ../shared/realvid (direction checks per latent
@@ -249,7 +251,7 @@ def main() -> None:
     parser.add_argument("--tracks", nargs="+", default=["basic", "combined", "car"],
                         choices=["basic", "combined", "car", "diagonal"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[160, 256],
-                        help="square render sizes; every size gets the clean and the three degraded rows")
+                        help="square render sizes; every size gets the clean, the three degraded and the wobbling rows")
     parser.add_argument("--calibration-seeds", type=int, default=6, help="calibration scenes per family (LOFO rows)")
     parser.add_argument("--calibration-first", type=int, default=9000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])

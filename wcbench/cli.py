@@ -376,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scene families to calibrate on (default: all: room terrain street)")
     p.add_argument("--resolution", type=int, nargs=2, default=(160, 160), metavar=("W", "H"),
                    help="render size of the calibration videos (default: 160 160)")
-    p.add_argument("--degrade", action="store_true", help="also render JPEG/blur/noise degraded copies")
+    p.add_argument("--degrade", action="store_true",
+                   help="also render JPEG, blur, noise and wobbling-content (warp) copies")
     p.add_argument("--seed", type=int, default=9000, help="calibration seeds start here (keep apart from suites)")
     p.add_argument("--write", action="store_true", help="write the chosen thresholds into the estimator's config")
     p.set_defaults(func=cmd_calibrate)

@@ -59,6 +59,9 @@ def main(out: str) -> None:
     if dist.get_rank() == 0:
         with open(out, "w") as handle:
             json.dump({"sharded": len(sharded), "max_error": max(errors.values()), "count": len(errors)}, handle)
+    # both ranks leave together: a rank that tears gloo down while the other still writes can
+    # abort at exit ("terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
 
 

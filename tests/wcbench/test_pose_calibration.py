@@ -124,6 +124,22 @@ def test_degradations():
         degrade(frames, "fog")
 
 
+def test_warp_displaces_each_frame_by_its_own_smooth_field():
+    """On a horizontal ramp (grey level = x) a displacement dx shows as a grey-level change of
+    dx: its size follows ``warp_px``, it varies smoothly over the frame, and frames differ."""
+    from wcbench.pose.calibration import DegradationSettings
+
+    ramp = np.repeat(np.repeat(np.arange(40, 200, dtype=np.uint8)[None, :, None], 160, axis=0)[None], 3, axis=3)
+    frames = np.repeat(ramp, 3, axis=0)
+    settings = DegradationSettings(warp_px=6.0)
+    warped = degrade(frames, "warp", seed=2, settings=settings)
+    assert np.array_equal(warped, degrade(frames, "warp", seed=2, settings=settings))
+    dx = warped[:, 20:-20, 20:-20, 0].astype(float) - frames[:, 20:-20, 20:-20, 0]
+    assert 2.0 < dx.std() < 12.0
+    assert np.abs(np.diff(dx, axis=2)).mean() < 0.6  # smooth: neighbours move alike
+    assert np.abs(dx[0] - dx[1]).mean() > 1.0  # each frame has its own field
+
+
 def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
     import numpy as np
 

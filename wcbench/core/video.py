@@ -87,6 +87,7 @@ class _DecoderLog:
     def __init__(self) -> None:
         self.messages: list[str] = []
         self._scratch = tempfile.TemporaryFile()
+        self._read_to = 0  # the scratch file only grows: a write still landing is read next time
 
     @contextmanager
     def capturing(self) -> Iterator[None]:
@@ -106,12 +107,11 @@ class _DecoderLog:
                 self._collect()
 
     def _collect(self) -> None:
-        if os.fstat(self._scratch.fileno()).st_size == 0:
+        size = os.fstat(self._scratch.fileno()).st_size
+        if size == self._read_to:
             return
-        self._scratch.seek(0)
-        text = self._scratch.read().decode(errors="replace")
-        self._scratch.seek(0)
-        self._scratch.truncate()
+        text = os.pread(self._scratch.fileno(), size - self._read_to, self._read_to).decode(errors="replace")
+        self._read_to = size
         other = []
         for line in text.splitlines(keepends=True):
             if _FFMPEG_LINE.match(line):
@@ -122,6 +122,8 @@ class _DecoderLog:
             os.write(2, "".join(other).encode())
 
     def close(self) -> None:
+        with _STDERR:
+            self._collect()
         self._scratch.close()
 
 

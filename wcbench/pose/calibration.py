@@ -2,7 +2,7 @@
 
 ``render_calibration_videos`` renders basic, combined, diagonal and car scripts (each ending
 with a standing-still latent step) in every scene family (rooms, open terrain with sky,
-streets), at several step sizes and cameras, optionally degraded (JPEG, blur, noise); see
+streets), at several step sizes and cameras, optionally degraded (JPEG, blur, noise, wobbling content); see
 :func:`motion_case`. The same cases, on other seeds, are the estimator benchmark's held-out set.
 ``calibrate_thresholds`` runs over any estimator's outputs on them and picks each threshold
 at the log-scale centre of the widest plateau of maximal accuracy (within half a percent): the translation
@@ -40,7 +40,8 @@ from wcbench.data.scenes.families import SCENE_FAMILIES, CameraSetup, camera_set
 from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 
-DEGRADATIONS = ("clean", "jpeg", "blur", "noise")
+# "warp": the content wobbles from frame to frame, as a generated video's does
+DEGRADATIONS = ("clean", "jpeg", "blur", "noise", "warp")
 # rotation label by (yaw sign + 1, pitch sign + 1), taken from the action model itself
 _ROTATION_TABLE = np.array([[Action(yaw=y, pitch=p).rotation_label for p in (-1, 0, 1)] for y in (-1, 0, 1)])
 
@@ -52,6 +53,8 @@ class DegradationSettings:
     jpeg_quality: int = 30
     blur_sigma: float = 1.0
     noise_sigma: float = 5.0  # on 0-255
+    warp_px: float = 0.3  # per-axis RMS of each frame's smooth random displacement, px at 160 px
+    warp_grid: int = 4  # the displacement is drawn on a grid this coarse and smoothly interpolated
 
 
 def degrade(frames: np.ndarray, kind: str, seed: int = 0,
@@ -72,7 +75,25 @@ def degrade(frames: np.ndarray, kind: str, seed: int = 0,
     if kind == "noise":
         noise = np.random.default_rng(seed).normal(0.0, settings.noise_sigma, frames.shape)
         return np.clip(frames + noise, 0, 255).astype(np.uint8)
+    if kind == "warp":
+        return _warp(frames, np.random.default_rng(seed), settings)
     raise ValueError(f"unknown degradation {kind!r}; known: {', '.join(DEGRADATIONS)}")
+
+
+def _warp(frames: np.ndarray, rng: np.random.Generator, settings: DegradationSettings) -> np.ndarray:
+    """Each frame displaced by its own smooth random field (a few blobs across the picture):
+    content that wobbles from frame to frame without the camera moving, the way a generated
+    video's does. Independent per frame, so a window's residual is the difference of two
+    fields."""
+    height, width = frames.shape[1:3]
+    amplitude = settings.warp_px * max(height, width) / 160
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    out = []
+    for frame in frames:
+        coarse = rng.normal(0.0, amplitude, (2, settings.warp_grid, settings.warp_grid)).astype(np.float32)
+        dx, dy = (cv2.resize(c, (width, height), interpolation=cv2.INTER_CUBIC) for c in coarse)
+        out.append(cv2.remap(frame, xs + dx, ys + dy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT))
+    return np.stack(out)
 
 
 # ---------------------------------------------------------------- motion cases (calibration and validation)

@@ -17,13 +17,18 @@ parallax to read at small resolutions. Per window:
    tracking noise on noisy or compressed video) the window's rotation comes from the 4-DoF
    fit below; under it, from the rotation-only fit (the essential matrix is degenerate for a
    turning camera). Whether it translated is the calibrated threshold's call (step 5);
+   only the part of the parallax a translation explains counts: the same statistic of what
+   the 4-DoF fit (step 4) leaves, ``u``, against what the rotation-only fit leaves, ``r``,
+   scales it by ``sqrt(1 - (2 u / r)^2)``. A translation leaves almost nothing across its
+   epipolar lines; content that warps without the camera translating (a generated video's
+   wobble) leaves about half, and then nothing counts (:func:`geometry.explained_share`);
 3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
    rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
 4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
    plane (rejects the ground-plane twin; the action model moves along the camera's axes,
    so a pitched camera that moves forward also rises or sinks), the sign from cheirality;
 5. the window's relative pose: the chosen rotation and a translation whose direction is the
-   refined one and whose **length is the window's parallax** in normalised image units
+   refined one and whose **length is the window's explained parallax** in normalised image units
    (pixels / focal length), spread evenly over the window's four transitions. ``units`` is ``"parallax"``: a per-frame
    translation of 0.001 means the nearer part of the scene moved by about 0.4 % of the focal
    length per window beyond what the rotation explains. Thresholds on it come from
@@ -35,7 +40,9 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 5 measures the parallax as a high quantile over the tracks (versions 1-4: the median,
+Version 6 counts only the parallax a translation explains (version 5 counted every residual
+of the rotation-only fit, so a generated video's wobbling content read as moving while
+turning). Version 5 measures the parallax as a high quantile over the tracks (versions 1-4: the median,
 which half a frame of sky pulled to zero, so open scenes read "not moving") and reports it as
 the translation length (version 4 reported the median parallax of the 4-DoF fit, which reads a
 forward move three times shorter than a sideways one at the same speed). Version 4 keeps the
@@ -80,6 +87,7 @@ class OpenCVEstimatorConfig:
     contrast_floor: float = 8.0  # grey levels of local std below which texture is not amplified further
     parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
     parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
+    unexplained_weight: float = 2.0  # the share a translation explains: sqrt(1 - (this x left by 4-DoF / total)^2)
     gate_px: float = 0.45  # coherent parallax above which a window translated, px ...
     noise_gate: float = 2.0  # ... or above this many times the video's tracking noise, if larger
     ransac_px: float = 1.0
@@ -97,7 +105,7 @@ class WindowMotion:
     """One window's estimate: relative pose plus diagnostics."""
 
     rel: np.ndarray  # (4, 4) pose of the window's last frame in its first frame's camera
-    coherent_px: float
+    coherent_px: float  # the parallax a translation explains (see OpenCVEstimatorConfig.unexplained_weight)
     is_moving: bool
     confidence: float
     num_tracks: int
@@ -112,6 +120,8 @@ class _Correspondences:
     x2: np.ndarray  # bearings in the last frame (N, 3)
     R_rot: np.ndarray  # rotation-only fit
     coherent_px: float  # the window's parallax left by the rotation-only fit (see window_parallax)
+    rotation_px: float  # the same statistic without the aperture weighting (what the 4-DoF fit's rest is put against)
+    inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
     R_essential: np.ndarray | None
     t_essential: np.ndarray | None
 
@@ -251,7 +261,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "5"
+    version = "6"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -312,26 +322,32 @@ class OpenCVPoseEstimator:
         if ramp.any() and np.count_nonzero(~ramp) >= self.config.min_tracks:
             tracks = WindowTracks(tracks.first[~ramp], tracks.last[~ramp], tracks.num_detected, tracks.disagreement)
         x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
+        inside = self.inside_tracks(tracks, window[0].shape)
         if len(x1) < self.config.min_tracks:
-            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, None, None)
+            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, 0.0, inside, None, None)
         focal = K[0, 0]
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
         tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        coherent_px = self.window_parallax(tracks, geo.aperture_weighted(residual_px, tensors), window[0].shape)
+        coherent_px = self.window_parallax(tracks.first[inside], geo.aperture_weighted(residual_px, tensors)[inside])
+        rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
         R_e, t_e = _essential_pose(tracks, K, self.config)
-        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, R_e, t_e)
+        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e)
 
-    def window_parallax(self, tracks: WindowTracks, residuals: np.ndarray, shape: tuple[int, ...]) -> float:
+    def window_parallax(self, points: np.ndarray, residuals: np.ndarray) -> float:
         """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
-        rotation-compensated motion (:func:`geometry.coherent_parallax`).
+        residual motion (:func:`geometry.coherent_parallax`), over the tracks clear of the
+        border (:meth:`inside_tracks`).
 
         A high quantile, not the median: on open scenes most tracks may sit on sky and distant
         hills that move with the rotation alone, and a translation shows only on the nearer
         part of the frame, whichever way the camera moves (forward, the ground at the bottom
-        of the frame streams past although the middle barely moves). Tracks whose patch
-        touches the image border in the first or last frame are left out: their patches leave
-        the picture and drag."""
+        of the frame streams past although the middle barely moves)."""
+        return geo.coherent_parallax(points, residuals, self.config.parallax_neighbours, self.config.parallax_quantile)
+
+    def inside_tracks(self, tracks: WindowTracks, shape: tuple[int, ...]) -> np.ndarray:
+        """Tracks whose patch stays clear of the image border in the first and last frame (all
+        of them when too few are): patches that leave the picture drag."""
         margin = self.config.tracker.win_size // 2 + 1
         height, width = shape[:2]
         inside = np.ones(len(tracks.first), bool)
@@ -340,11 +356,12 @@ class OpenCVPoseEstimator:
             inside &= (points[:, 1] >= margin) & (points[:, 1] <= height - 1 - margin)
         if np.count_nonzero(inside) < self.config.min_tracks:
             inside[:] = True
-        return geo.coherent_parallax(tracks.first[inside], residuals[inside], self.config.parallax_neighbours,
-                                     self.config.parallax_quantile)
+        return inside
 
-    def _level_motion(self, match: _Correspondences, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rotation, signed unit translation and inlier mask of the 4-DoF fit, refined from
+    def _level_motion(self, match: _Correspondences,
+                      scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Rotation, signed unit translation, inlier mask and Sampson residuals (normalised
+        units) of the 4-DoF fit, refined from
         the rotation-only and essential-matrix rotations x several azimuths. The translation
         stays in the camera's own horizontal plane (:func:`geometry.planar_direction`): the
         action model moves along the camera's axes (``w`` while looking up also rises)."""
@@ -360,7 +377,7 @@ class OpenCVPoseEstimator:
         residuals = geo.sampson_residuals(geo.essential_from_pose(R, t_dir)[None], match.x1, match.x2)[0]
         inliers = np.abs(residuals) < 3.0 * scale
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
-        return R, sign * t_dir, inliers
+        return R, sign * t_dir, inliers, residuals
 
     def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float) -> WindowMotion:
         config = self.config
@@ -369,11 +386,16 @@ class OpenCVPoseEstimator:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         focal = K[0, 0]
         scale = config.robust_px / focal
-        R_level, t_dir, inliers = self._level_motion(match, scale)
+        R_level, t_dir, inliers, sampson = self._level_motion(match, scale)
+        # only the parallax a translation explains counts: what the 4-DoF fit leaves too is the
+        # content warping (a generated video's wobble), not the camera moving
+        unexplained_px = self.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
+        parallax = match.coherent_px * geo.explained_share(unexplained_px, match.rotation_px,
+                                                            config.unexplained_weight)
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the
-        # window's parallax either way; the calibrated threshold, not the gate, labels it
-        is_moving = match.coherent_px > gate
-        length = match.coherent_px / focal
+        # explained parallax either way; the calibrated threshold, not the gate, labels it
+        is_moving = parallax > gate
+        length = parallax / focal
         if is_moving:
             R = R_level
             inlier_share = float(np.mean(inliers))
@@ -384,7 +406,7 @@ class OpenCVPoseEstimator:
         rel[:3, :3] = R
         rel[:3, 3] = length * t_dir
         confidence = min(1.0, num_tracks / config.full_confidence_tracks) * inlier_share
-        return WindowMotion(rel, match.coherent_px, is_moving, confidence, num_tracks)
+        return WindowMotion(rel, parallax, is_moving, confidence, num_tracks)
 
 
 register_estimator("opencv")(OpenCVPoseEstimator)
