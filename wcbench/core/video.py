@@ -1,26 +1,29 @@
 """Video IO: read mp4/avi/mkv files or folders of numbered frames; write lossless video.
 
 Frames are (T, H, W, 3) uint8 RGB at every boundary; grayscale input becomes 3 channels.
-Stored videos are FFV1 (lossless), so re-scoring a stored video gives the same numbers.
+Stored videos are lossless (HuffYUV in RGB), so re-scoring a stored video gives the same numbers.
+HuffYUV, not FFV1: at 480x832 it decodes in about 4 ms of CPU a frame against FFV1's 21, and
+encodes in 3 against 21, for files about 1.6 times larger (docs/quality.md, Speed). Videos stored
+as FFV1 by earlier versions read as before: reading does not depend on the codec.
 
 Both directions stream: :class:`VideoSource` decodes one frame at a time and
 :func:`video_writer` encodes clip by clip, so memory does not grow with a video's length.
 :func:`read_video` still returns a whole video as one array, for short clips.
 
-Decoding is as costly as scoring (FFV1 at 480x832: about 20 ms of CPU a frame), so a
-:class:`VideoSource` decodes in a background thread a few frames ahead of its reader: OpenCV
-releases the GIL while it decodes, so on two cores decoding overlaps the scoring of the frames
-before.
+A :class:`VideoSource` decodes in a background thread, up to two clips ahead of its reader
+(FFV1, still read from older runs, costs about 20 ms of CPU a frame at 480x832, as much as
+scoring it): OpenCV releases the GIL while it decodes, so on two cores decoding overlaps the
+scoring of the frames before.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import re
 import sys
 import tempfile
 import threading
+from collections import deque
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
@@ -34,7 +37,12 @@ VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv", ".mov", ".webm")
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 # FFmpeg's log lines look like "[h264 @ 0x55d1c0a3b2c0] error while decoding MB 3 7".
 _FFMPEG_LINE = re.compile(r"^\[[\w\-. ]+ @ (0x)?[0-9a-fA-F]+\]")
-PREFETCH_FRAMES = 4  # decoded frames a VideoSource holds ready (about 5 MB at 480x832)
+# Decoded frames a VideoSource holds ready: two clips of 480x832 (16 frames each), so the decoder
+# keeps working while the scorer spends half a second on a clip, and the next clip is ready when it
+# asks for 16 frames at once (4 frames ahead left the scorer waiting for the decoder at every clip).
+PREFETCH_BYTES = 40 << 20
+# The lossless codec videos are stored in (see the module doc); its AVI/MKV tag.
+STORED_FOURCC = "HFYU"
 _STDERR = threading.Lock()  # descriptor 2 is the process's: one decoder points it elsewhere at a time
 T = TypeVar("T")
 
@@ -175,7 +183,7 @@ class VideoSource:
         shape = None
         count = 0
         make = self._folder_frames if self.path.is_dir() else self._file_frames
-        with closing(prefetched(make, PREFETCH_FRAMES)) as frames:  # a reader that stops early stops the thread
+        with closing(prefetched(make, PREFETCH_BYTES)) as frames:  # a reader that stops early stops the thread
             for frame in frames:
                 if shape is not None and frame.shape != shape:
                     raise VideoReadError(f"{self.path}: frame {count} is {frame.shape[1]}x{frame.shape[0]}, "
@@ -206,48 +214,60 @@ class VideoSource:
             log.close()
 
 
-def prefetched(make: Callable[[], Iterator[T]], depth: int) -> Iterator[T]:
-    """The items of ``make()``, produced in a background thread up to ``depth`` ahead.
+def prefetched(make: Callable[[], Iterator[T]], max_bytes: int,
+               size_of: Callable[[T], int] = lambda item: item.nbytes) -> Iterator[T]:
+    """The items of ``make()``, produced in a background thread ahead of the reader, holding
+    at most ``max_bytes`` (``size_of`` each; always at least one item) ready.
 
     The iterator is made, run and closed (its ``finally`` blocks) in that thread; its exception
     is raised here, at the item where it happened. Stopping early (``break``, an error in the
     caller) stops the thread, at the latest after the item it is producing.
     """
-    items: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    ready: deque[tuple[str, object, int]] = deque()  # (kind, value, bytes)
+    held = 0
+    stopped = False
+    changed = threading.Condition()
 
-    def put(kind: str, value: object) -> bool:
-        while not stop.is_set():
-            try:
-                items.put((kind, value), timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+    def hand_over(kind: str, value: object, size: int = 0) -> bool:
+        nonlocal held
+        with changed:
+            changed.wait_for(lambda: stopped or held == 0 or held + size <= max_bytes)
+            if stopped:
+                return False
+            ready.append((kind, value, size))
+            held += size
+            changed.notify_all()
+            return True
 
     def produce() -> None:
         try:
             with closing(make()) as source:
                 for item in source:
-                    if not put("item", item):
+                    if not hand_over("item", item, size_of(item)):
                         return
         except BaseException as err:  # noqa: BLE001 - handed to the reader, who raises it
-            put("error", err)
+            hand_over("error", err)
             return
-        put("end", None)
+        hand_over("end", None)
 
     thread = threading.Thread(target=produce, name="wcbench-prefetch", daemon=True)
     thread.start()
     try:
         while True:
-            kind, value = items.get()
+            with changed:
+                changed.wait_for(lambda: ready)
+                kind, value, size = ready.popleft()
+                held -= size
+                changed.notify_all()
             if kind == "end":
                 return
             if kind == "error":
                 raise value
             yield value
     finally:
-        stop.set()
+        with changed:
+            stopped = True
+            changed.notify_all()
         thread.join()
 
 
@@ -274,7 +294,7 @@ def read_frames_at(path: str | Path, indices: list[int]) -> np.ndarray:
 
 
 class _ClipWriter:
-    """Appends (T, H, W, 3) uint8 RGB frames to an FFV1 file; opened at the first frames."""
+    """Appends (T, H, W, 3) uint8 RGB frames to a lossless video file; opened at the first frames."""
 
     def __init__(self, path: Path, fps: float, label: str):
         self.path, self.fps, self.label = path, fps, label
@@ -289,10 +309,10 @@ class _ClipWriter:
         if self._writer is None:
             self._shape = frames.shape[1:]
             height, width = frames.shape[1:3]
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"FFV1"), float(self.fps),
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*STORED_FOURCC), float(self.fps),
                                            (width, height))
             if not self._writer.isOpened():
-                raise OSError(f"{self.label}: OpenCV cannot write FFV1 video here")
+                raise OSError(f"{self.label}: OpenCV cannot write {STORED_FOURCC} video here (use a .avi or .mkv path)")
         elif frames.shape[1:] != self._shape:
             raise ValueError(f"{self.label}: frames of {frames.shape[2]}x{frames.shape[1]} after frames of "
                              f"{self._shape[1]}x{self._shape[0]}")
@@ -307,7 +327,7 @@ class _ClipWriter:
 
 @contextmanager
 def video_writer(path: str | Path, fps: float = 16) -> Iterator[_ClipWriter]:
-    """Stream frames into a lossless FFV1 video at ``path`` (use .avi or .mkv), atomically: the
+    """Stream frames into a lossless video at ``path`` (use .avi or .mkv), atomically: the
     file appears when the block ends without error, and an error leaves nothing behind."""
     with atomic_path(path) as tmp:
         writer = _ClipWriter(tmp, fps, str(path))
@@ -320,6 +340,6 @@ def video_writer(path: str | Path, fps: float = 16) -> Iterator[_ClipWriter]:
 
 
 def write_video(path: str | Path, frames: np.ndarray, fps: int = 16) -> None:
-    """Write (T, H, W, 3) uint8 RGB frames atomically as lossless FFV1 (use a .avi or .mkv path)."""
+    """Write (T, H, W, 3) uint8 RGB frames atomically as lossless video (use a .avi or .mkv path)."""
     with video_writer(path, fps) as writer:
         writer.write(frames)
