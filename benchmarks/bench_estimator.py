@@ -227,7 +227,7 @@ def bench_speed(name: str, workers: list[int], options: dict) -> None:
         start = time.perf_counter()
         decoded = read_video(path)
         decode_s = time.perf_counter() - start
-    print(f"decode (read_video, FFV1): {decode_s:.2f} s = {len(decoded) / decode_s:.0f} frames/s")
+    print(f"decode (read_video, stored HuffYUV): {decode_s:.2f} s = {len(decoded) / decode_s:.0f} frames/s")
     for count in workers:
         estimator = build_estimator(name, num_workers=count, **options)
         start, cpu_start = time.perf_counter(), time.process_time()
