@@ -309,6 +309,9 @@ class _ClipWriter:
         if self._writer is None:
             self._shape = frames.shape[1:]
             height, width = frames.shape[1:3]
+            if width % 2 or height % 2:  # OpenCV's writers silently drop an odd last row or column
+                raise ValueError(f"{self.label}: frames of {width}x{height}: a stored video needs an even "
+                                 "width and height (crop or resize the frames first)")
             self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*STORED_FOURCC), float(self.fps),
                                            (width, height))
             if not self._writer.isOpened():
