@@ -8,7 +8,7 @@ for every latent window, prints the commanded label, whether the estimate was ri
 tracks kept, the median epipolar (Sampson) error of those tracks at the *true* motion, and
 the robust 4-DoF cost of the motion the estimator found against that of the true motion
 refined from itself. Where the truth costs more than what was found, the tracks themselves
-point elsewhere: no better fit would help. This is how the README's JPEG q30 finding was made
+point elsewhere: no better fit would help. This is how the JPEG q30 finding of docs/estimator.md was made
 (``--seed 8008`` with ``--degrade jpeg`` and ``--degrade clean``).
 
 ``--drop-misfit PX`` adds what the window would read without the tracks whose error at the true
@@ -70,7 +70,7 @@ def main() -> None:
     for index, ((first, last), match) in enumerate(zip(windows, matches)):
         rel = relative_pose(truth[first], truth[last])
         R_true, t_true = rel[:3, :3], rel[:3, 3] / np.linalg.norm(rel[:3, 3])
-        R_found, t_found, _ = estimator._level_motion(match, scale)
+        R_found, t_found, _, _ = estimator._level_motion(match, scale)
         subset = _even_subset(len(match.x1), config.max_refine_points)
         x1, x2 = match.x1[subset], match.x2[subset]
 
