@@ -7,7 +7,7 @@
 #
 #   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan"
 #
-# On an idle 2-core CPU: each default run 31-35 min of training (2 processes, 450 steps) and
+# On a 2-core CPU: each default run 31-35 min of training (2 processes, 450 steps) and
 # 3-3.5 min of evaluation; the ablations 100 steps on 1 process (~10 min each); tinywan's
 # post-training 450 steps on 2 processes. Rerunning the script skips what is done (a killed
 # training resumes from its last checkpoint).

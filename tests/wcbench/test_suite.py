@@ -88,7 +88,7 @@ def test_explicit_cases(tmp_path):
     ("horizons: {short: 125}\ncases:\n  - {id: c4, track: basic, horizon: short, script: 'w-31', colour: red}\n",
      "case c4: unknown key(s) ['colour']"),
     ("- just a list\n", "must be a mapping"),
-    ("resolution: [161, 160]\n", "resolution 161x160: width and height must be positive and even"),
+    ("resolution: [161, 160]\n", "resolution 161x160: a stored video needs a positive, even width and height"),
 ])
 def test_bad_suites_name_file_case_and_problem(tmp_path, body, fragment):
     path = _write(tmp_path, "bad.yaml", body)

@@ -79,7 +79,7 @@ def test_a_failed_write_leaves_nothing(tmp_path):
         with video_writer(tmp_path / "v.avi") as writer:
             writer.write(_panning(5))
             writer.write(np.zeros((4, 10, 10, 3), np.uint8))
-    with pytest.raises(ValueError, match="frames of 63x47: a stored video needs an even width and height"):
+    with pytest.raises(ValueError, match="frames of 63x47: a stored video needs a positive, even width and height"):
         write_video(tmp_path / "v.avi", np.zeros((2, 47, 63, 3), np.uint8))
     assert list(tmp_path.iterdir()) == []
 

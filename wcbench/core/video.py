@@ -293,6 +293,14 @@ def read_frames_at(path: str | Path, indices: list[int]) -> np.ndarray:
     return np.stack([kept[i] for i in sorted(wanted)])
 
 
+def odd_size_problem(width: int, height: int) -> str | None:
+    """Why frames of ``width`` x ``height`` cannot be stored exactly, or None: OpenCV's video
+    writers (every codec) silently drop an odd last row or column."""
+    if width <= 0 or height <= 0 or width % 2 or height % 2:
+        return f"{width}x{height}: a stored video needs a positive, even width and height"
+    return None
+
+
 class _ClipWriter:
     """Appends (T, H, W, 3) uint8 RGB frames to a lossless video file; opened at the first frames."""
 
@@ -309,9 +317,9 @@ class _ClipWriter:
         if self._writer is None:
             self._shape = frames.shape[1:]
             height, width = frames.shape[1:3]
-            if width % 2 or height % 2:  # OpenCV's writers silently drop an odd last row or column
-                raise ValueError(f"{self.label}: frames of {width}x{height}: a stored video needs an even "
-                                 "width and height (crop or resize the frames first)")
+            problem = odd_size_problem(width, height)
+            if problem:
+                raise ValueError(f"{self.label}: frames of {problem} (crop or resize the frames first)")
             self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*STORED_FOURCC), float(self.fps),
                                            (width, height))
             if not self._writer.isOpened():

@@ -19,6 +19,7 @@ import numpy as np
 import yaml
 
 from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.video import odd_size_problem
 from wcbench.data.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
 from wcbench.data.scenes.synthetic import RENDERER_VERSION, SCENE_FAMILIES
 
@@ -270,11 +271,9 @@ def load_suite(name_or_path: str | Path) -> Suite:
             if track not in TRACKS:
                 raise SuiteError(f"{path}: unknown track {track!r}; known: {', '.join(TRACKS)}")
         width, height = (int(x) for x in raw.get("resolution", (160, 160)))
-        if width <= 0 or height <= 0 or width % 2 or height % 2:
-            # Runs store their videos through OpenCV, whose writers drop an odd last row or column.
-            raise SuiteError(f"{path}: resolution {width}x{height}: width and height must be positive "
-                             f"and even (stored videos keep even sizes only); e.g. {width + width % 2}x"
-                             f"{height + height % 2}")
+        problem = odd_size_problem(width, height)
+        if problem:  # found here, not when the first case's video is written
+            raise SuiteError(f"{path}: resolution {problem}")
         seed = int(raw.get("seed", 0))
         step_degrees = float(raw.get("step_degrees", 0.75))
         segment_steps = tuple(int(x) for x in raw.get("segment_steps", (2, 6)))
