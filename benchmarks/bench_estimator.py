@@ -9,18 +9,21 @@ generated video's content wobbles); a
 leave-one-family-out row per family (thresholds calibrated on the other families' calibration
 scenes, scored on this family's held-out clean videos); how alike the same speed reads
 forward and sideways; the real clips of ../shared/realvid (direction checks per latent
-window); videos that do not follow their script (static, yaw-mirrored, lagging); and frames
-per second on a 381-frame 480x832 video next to the time OpenCV takes only to decode it.
+window); videos that do not follow their script (static, yaw-mirrored, lagging); the video
+codecs users bring (MPEG-4 part 2 and, when ``imageio-ffmpeg`` is installed, H.264 at CRF 23
+and 35; combined and car tracks at 256 px); and frames per second on a 381-frame 480x832 video
+next to the time OpenCV takes only to decode it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--families room terrain street]
         [--tracks basic combined car] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
-        [--skip synthetic lofo invariance realvid wrong speed] [--option KEY=VALUE ...]
+        [--skip synthetic lofo invariance realvid wrong codecs speed] [--option KEY=VALUE ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import subprocess
 import tempfile
 import time
 from dataclasses import replace
@@ -213,6 +216,50 @@ def bench_realvid(estimator) -> None:
               f"rot {transition_hits[2]:.3f}")
 
 
+def encoded(frames: np.ndarray, codec: str, folder: Path) -> np.ndarray | None:
+    """``frames`` after a round trip through ``codec`` (``mp4v`` or ``h264-crfN``); None when no
+    encoder for it is installed (OpenCV's wheel has none for H.264)."""
+    path = folder / f"{codec}.mp4"
+    if codec == "mp4v":
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 24.0, frames.shape[2:0:-1])
+        for frame in frames:
+            writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        writer.release()
+    else:
+        try:
+            import imageio_ffmpeg
+        except ImportError:
+            return None
+        height, width = frames.shape[1:3]
+        subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt",
+                        "rgb24", "-s", f"{width}x{height}", "-r", "24", "-i", "-", "-c:v", "libx264", "-crf",
+                        codec.removeprefix("h264-crf"), "-pix_fmt", "yuv420p", str(path)],
+                       input=frames.tobytes(), check=True)
+    return read_video(path)
+
+
+def bench_codecs(estimator, args, size: int = 256) -> None:
+    """Full / translation / rotation accuracy of the combined and car tracks after a video codec."""
+    print(f"\n== video codecs ({size} px, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}) ==")
+    print(f"{'family':>9} {'track':>9} {'codec':>12} {'full':>7} {'transl':>7} {'rotat':>7}")
+    for family in args.families:
+        for track in ("combined", "car"):
+            videos = [render_case(args.first_seed + i, track, args.steps, size, family) for i in range(args.seeds)]
+            for codec in ("mp4v", "h264-crf23", "h264-crf35"):
+                hits = []
+                with tempfile.TemporaryDirectory() as folder:
+                    for frames, K, actions in videos:
+                        video = encoded(frames, codec, Path(folder))
+                        if video is None:
+                            break
+                        hits.append(accuracy(estimator.estimate(video, K=K), actions, estimator.thresholds))
+                if not hits:
+                    print(f"{family:>9} {track:>9} {codec:>12} skipped: `pip install imageio-ffmpeg` brings an encoder")
+                    continue
+                full, trans, rot = np.concatenate(hits).mean(axis=0)
+                print(f"{family:>9} {track:>9} {codec:>12} {full:>7.4f} {trans:>7.4f} {rot:>7.4f}", flush=True)
+
+
 def bench_speed(name: str, workers: list[int], options: dict) -> None:
     print("\n== speed: 381 frames, 480x832 (rendered at 120x208, upscaled) ==")
     steps = StepSizes(0.05, 0.75)
@@ -256,7 +303,7 @@ def main() -> None:
     parser.add_argument("--calibration-first", type=int, default=9000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["synthetic", "lofo", "invariance", "realvid", "wrong", "speed"])
+                        choices=["synthetic", "lofo", "invariance", "realvid", "wrong", "codecs", "speed"])
     parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE", help="numeric estimator options")
     args = parser.parse_args()
     # integer options (window and block sizes in pixels) must reach OpenCV as ints
@@ -275,6 +322,8 @@ def main() -> None:
         bench_realvid(estimator)
     if "wrong" not in args.skip:
         bench_wrong_videos(estimator, args)
+    if "codecs" not in args.skip:
+        bench_codecs(estimator, args)
     if "speed" not in args.skip:
         bench_speed(args.estimator, args.workers, options)
 

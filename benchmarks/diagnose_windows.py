@@ -60,7 +60,8 @@ def main() -> None:
     focal = K_work[0, 0]
     scale = config.robust_px / focal
     windows = latent_windows(len(frames))
-    matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K_work)
+    matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K_work,
+                                            estimator.tracker_for(video))
                for first, last in windows]
     gate = estimator.moving_gate(matches)
     print(f"{args.family} scene {args.seed}, {args.track}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
@@ -88,7 +89,8 @@ def main() -> None:
         if args.drop_misfit is not None:
             keep = np.abs(error) <= args.drop_misfit
             # the moving decision and rotation-only fit stay those of all tracks: only the fit changes
-            trimmed = replace(match, x1=match.x1[keep], x2=match.x2[keep])
+            tracks = replace(match.tracks, first=match.tracks.first[keep], last=match.tracks.last[keep])
+            trimmed = replace(match, tracks=tracks, x1=match.x1[keep], x2=match.x2[keep], inside=match.inside[keep])
             window = poses_from_windows(last - first + 1, [(0, last - first)],
                                         [estimator._window_motion(trimmed, K_work, gate).rel], [1.0])
             right = bool(accuracy(window, actions[first:last], estimator.thresholds)[:, 0].all())

@@ -12,7 +12,7 @@ import pytest
 from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, parse_script,
                                   relative_pose, rot_x, rot_y, script_trajectory, yaw_pitch_deg)
 from wcbench.pose import build_estimator, geometry as geo, latent_windows
-from wcbench.pose.calibration import degrade
+from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig, detect_corners
@@ -44,7 +44,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "6"
+    assert estimate.units == "parallax" and estimator.version == "7"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -186,6 +186,20 @@ def test_periodic_texture_off_the_coding_grid_is_not_a_grid():
     assert not detect_block_grid([checker(3)] * 8).is_blocky  # edges after pixels 4, 12, ...
 
 
+def test_jpeg_does_not_shorten_a_drive(estimator):
+    """Driving down a street at 256 px, JPEG q30: the near facades stream past a few px a frame
+    and their blocks change from frame to frame. A 0.5 px round-trip check (versions 1-6) lost
+    those tracks and read a fifth of the clean translation; the drive must read about as long."""
+    case = motion_case("street", 7002, "car", 2, 0, CalibrationSpec(static_steps=0))
+    frames, K, _ = case.render(256, 256)
+    lengths = []
+    for video in (frames, degrade(frames, "jpeg", seed=7002)):
+        poses = estimator.estimate(video, K=K).poses
+        lengths.append([np.linalg.norm(poses[f + 4, :3, 3] - poses[f, :3, 3]) for f in (0, 4)])
+    ratio = np.array(lengths[1]) / np.array(lengths[0])
+    assert np.all((ratio > 0.6) & (ratio < 1.7)), ratio
+
+
 def _faint_scene(size: int = 96) -> np.ndarray:
     """A pale floor with texture of ~2 grey levels and one strongly textured block."""
     rng = np.random.default_rng(0)
@@ -300,7 +314,7 @@ def test_content_that_wobbles_under_a_turn_is_not_a_translation(estimator):
     its own smooth random field. What the rotation leaves is then as large as a slow
     translation's parallax, but no camera translation explains it (the 4-DoF fit leaves about
     half of it), so turns stay turns. Counting every rotation residual as parallax (weight 0,
-    as estimator v5 did), with the same thresholds, reads about one in seven as a move."""
+    as estimator v5 did), with the same thresholds, reads several times as many as a move."""
     blind = OpenCVPoseEstimator(unexplained_weight=0.0)
     hits, blind_hits = [], []
     for script in ("left-2, up-2, right-2", "right-2, down-2, left-2"):
@@ -313,7 +327,7 @@ def test_content_that_wobbles_under_a_turn_is_not_a_translation(estimator):
             blind_hits += [got == want for got, want in zip(labels(blind.estimate(wobbly, K=K), blind.thresholds),
                                                             expected)]
     assert np.mean(hits) >= 0.95
-    assert np.mean(blind_hits) <= np.mean(hits) - 0.08
+    assert 1 - np.mean(blind_hits) >= max(0.05, 3 * (1 - np.mean(hits)))
 
 
 @pytest.mark.parametrize("script", ["w-2", "d-2", "s+left-2"])

@@ -40,7 +40,9 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 6 counts only the parallax a translation explains (version 5 counted every residual
+Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on
+video with a coding grid: there the near, fast-moving texture failed the stricter check, so
+compressed forward moves read short. Version 6 counts only the parallax a translation explains (version 5 counted every residual
 of the rotation-only fit, so a generated video's wobbling content read as moving while
 turning). Version 5 measures the parallax as a high quantile over the tracks (versions 1-4: the median,
 which half a frame of sky pulled to zero, so open scenes read "not moving") and reports it as
@@ -53,7 +55,7 @@ normalisation.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import cv2
 import numpy as np
@@ -191,6 +193,7 @@ class WorkingVideo:
 
     plain: list[np.ndarray]
     tracked: list[np.ndarray]
+    compressed: bool = False  # a coding grid was found (JPEG / MPEG blocks)
 
 
 def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
@@ -210,7 +213,7 @@ def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = 
             gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
         plain.append(gray)
     tracked = [normalize_contrast(gray, contrast_sigma, contrast_floor) for gray in plain] if enhance else plain
-    return WorkingVideo(plain, tracked)
+    return WorkingVideo(plain, tracked, grid.is_blocky)
 
 
 # ---------------------------------------------------------------- per-window pieces
@@ -261,7 +264,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "6"
+    version = "7"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -293,14 +296,15 @@ class OpenCVPoseEstimator:
 
     def estimate_windows(self, video: WorkingVideo, K: np.ndarray) -> list[WindowMotion]:
         """Window motions of a working-size video, one per :func:`latent_windows`."""
+        tracker = self.tracker_for(video)
         jobs = [(video.tracked[first:last + 1], video.plain[first])
                 for first, last in latent_windows(len(video.tracked))]
         # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:
-                matches = list(pool.map(lambda job: self._correspondences(*job, K), jobs))
+                matches = list(pool.map(lambda job: self._correspondences(*job, K, tracker), jobs))
         else:
-            matches = [self._correspondences(*job, K) for job in jobs]
+            matches = [self._correspondences(*job, K, tracker) for job in jobs]
         # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
         return [self._window_motion(match, K, gate) for match in matches]
@@ -313,8 +317,14 @@ class OpenCVPoseEstimator:
         noise = float(np.median(gaps)) if gaps else 0.0
         return max(self.config.gate_px, self.config.noise_gate * noise)
 
-    def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray) -> _Correspondences:
-        tracks = track_window(window, self.config.tracker)
+    def tracker_for(self, video: WorkingVideo) -> TrackerConfig:
+        """The tracker settings for a video: on compressed video the looser round-trip check."""
+        tracker = self.config.tracker
+        return replace(tracker, fb_threshold=tracker.compressed_fb_threshold) if video.compressed else tracker
+
+    def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray,
+                         tracker: TrackerConfig) -> _Correspondences:
+        tracks = track_window(window, tracker)
         # corners on a smooth ramp or a straight edge of the plain frame (a plain sky's bands,
         # foreshortened ground near the horizon) slide along it: contrast normalisation makes
         # them trackable, not informative; under a turn they drag the fits towards "no turn"

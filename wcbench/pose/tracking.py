@@ -27,6 +27,9 @@ class TrackerConfig:
     max_level: int = 3  # pyramid levels of the long first-to-last re-track
     hop_max_level: int = 2  # frame-to-frame hops move less; one level fewer saves a third of the time
     fb_threshold: float = 0.5  # forward-backward round trip, px
+    # ... on video with a coding grid: blocks that differ from frame to frame cost fast-moving near
+    # texture its round trip at 0.5 px, which left only far tracks (versions 1-6)
+    compressed_fb_threshold: float = 2.0
     refine_agreement: float = 1.0  # px between a direct re-track and the chain that still agree
 
 
