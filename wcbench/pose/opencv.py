@@ -44,10 +44,11 @@ Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 
 video with a coding grid: there the near, fast-moving texture failed the stricter check, so
 compressed forward moves read short. Version 6 counts only the parallax a translation
 explains (version 5 counted every residual of the rotation-only fit, so a generated video's
-wobbling content read as moving while turning). Version 5 measures the parallax as a high quantile over the tracks (versions 1-4: the median,
-which half a frame of sky pulled to zero, so open scenes read "not moving") and reports it as
-the translation length (version 4 reported the median parallax of the 4-DoF fit, which reads a
-forward move three times shorter than a sideways one at the same speed). Version 4 keeps the
+wobbling content read as moving while turning). Version 5 measures the parallax as a high
+quantile over the tracks (versions 1-4: the median, which half a frame of sky pulled to zero,
+so open scenes read "not moving") and reports it as the translation length (version 4
+reported the median parallax of the 4-DoF fit, which reads a forward move three times
+shorter than a sideways one at the same speed). Version 4 keeps the
 translation level in each window's own camera frame; version 3 added the contrast
 normalisation.
 """
