@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import subprocess
 import tempfile
 import time
 from dataclasses import replace
@@ -56,6 +55,8 @@ from wcbench.pose.calibration import (
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
 from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
+
+from bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005
@@ -221,20 +222,9 @@ def encoded(frames: np.ndarray, codec: str, folder: Path) -> np.ndarray | None:
     encoder for it is installed (OpenCV's wheel has none for H.264)."""
     path = folder / f"{codec}.mp4"
     if codec == "mp4v":
-        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 24.0, frames.shape[2:0:-1])
-        for frame in frames:
-            writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-        writer.release()
-    else:
-        try:
-            import imageio_ffmpeg
-        except ImportError:
-            return None
-        height, width = frames.shape[1:3]
-        subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt",
-                        "rgb24", "-s", f"{width}x{height}", "-r", "24", "-i", "-", "-c:v", "libx264", "-crf",
-                        codec.removeprefix("h264-crf"), "-pix_fmt", "yuv420p", str(path)],
-                       input=frames.tobytes(), check=True)
+        write_with_opencv(path, frames, "mp4v")
+    elif not write_h264(path, frames, int(codec.removeprefix("h264-crf"))):
+        return None
     return read_video(path)
 
 

@@ -191,17 +191,17 @@ def write_with_opencv(path: Path, frames: np.ndarray, fourcc: str) -> None:
     writer.release()
 
 
-def write_h264(path: Path, frames: np.ndarray) -> bool:
-    """An H.264 mp4 (libx264, CRF 18, yuv420p) through the ffmpeg of ``imageio-ffmpeg``, when it is
-    installed: OpenCV's wheel decodes H.264 but has no H.264 encoder. False when it is not."""
+def write_h264(path: Path, frames: np.ndarray, crf: int = 18) -> bool:
+    """An H.264 mp4 (libx264 at ``crf``, yuv420p) through the ffmpeg of ``imageio-ffmpeg``, when it
+    is installed: OpenCV's wheel decodes H.264 but has no H.264 encoder. False when it is not."""
     try:
         import imageio_ffmpeg
     except ImportError:
         return False
     height, width = frames.shape[1:3]
     subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
-                    "-s", f"{width}x{height}", "-r", f"{PLAYBACK_FPS:g}", "-i", "-", "-c:v", "libx264", "-crf", "18",
-                    "-pix_fmt", "yuv420p", str(path)], input=frames.tobytes(), check=True)
+                    "-s", f"{width}x{height}", "-r", f"{PLAYBACK_FPS:g}", "-i", "-", "-c:v", "libx264", "-crf",
+                    str(crf), "-pix_fmt", "yuv420p", str(path)], input=frames.tobytes(), check=True)
     return True
 
 
