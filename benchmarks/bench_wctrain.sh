@@ -8,9 +8,9 @@
 #   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan"
 #
 # On a 2-core CPU: each default run 31-35 min of training (2 processes, 450 steps) and
-# 3-3.5 min of evaluation; the ablations 100 steps on 1 process (~10 min each); tinywan's
-# post-training 450 steps on 2 processes. Rerunning the script skips what is done (a killed
-# training resumes from its last checkpoint).
+# 3-3.5 min of evaluation; the ablations 100 steps on 1 process (6-7.5 min each, sample-level
+# 4.5, measured two at a time); tinywan's post-training 450 steps on 2 processes. Rerunning the
+# script skips what is done (a killed training resumes from its last checkpoint).
 set -euo pipefail
 OUT=${1:-runs/wctrain-bench}
 SEEDS=${2:-0 1 2}
@@ -38,7 +38,7 @@ done
 rows=()
 for seed in $SEEDS; do [ -d "$OUT/eval-default-seed-$seed" ] && rows+=("default, seed $seed=$OUT/eval-default-seed-$seed"); done
 
-# the paper's ablations on a short budget (1 process, 100 steps; sample-level gets the same wall time):
+# the paper's ablations on a short budget (1 process, 100 steps; sample-level 45, whose rollouts cost more):
 # IF only (our default's rewards), IF 0.9 + VQ 0.1 (the paper's combination), VQ only, RWR, sample-level rollout
 SHORT="rl.steps=100 eval.every=0"
 short() {  # short NAME OVERRIDES...
