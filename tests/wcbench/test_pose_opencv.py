@@ -15,7 +15,7 @@ from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size
-from wcbench.pose.tracking import TrackerConfig, detect_corners
+from wcbench.pose.tracking import TrackerConfig, detect_corners, track_window
 from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
 SIZE = 128
@@ -44,7 +44,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "7"
+    assert estimate.units == "parallax" and estimator.version == "8"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -150,6 +150,38 @@ def test_coherent_parallax_ignores_noise_but_not_translation():
     sky = np.where(near[:, None], np.column_stack([np.full(400, 3.0), np.zeros(400)]), 0.0) + noise
     assert geo.coherent_parallax(points, sky, neighbours=20) < 0.3
     assert geo.coherent_parallax(points, sky, neighbours=20, quantile=0.85) > 2.0
+
+
+def test_steady_length_keeps_a_steady_motion_and_cancels_wobble():
+    rng = np.random.default_rng(2)
+    hops, count = 4, 4000
+    steady = np.linspace(0.0, 1.0, hops + 1)[:, None, None] * np.array([2.0, 1.0])  # equal steps, net (2, 1)
+    np.testing.assert_allclose(geo.steady_length(np.repeat(steady, 3, axis=1), 0.75), np.sqrt(5.0))
+    # content displaced anew every frame: its net displacement is as large as one frame's, and
+    # with the weight 4/15 the wander cancels it on average in squares (less after the clip at 0)
+    wobble = rng.normal(0.0, 1.0, (hops + 1, count, 2))
+    wobble -= wobble[0]
+    net = np.linalg.norm(wobble[-1], axis=1)
+    assert np.mean(geo.steady_length(wobble, 4 / 15) ** 2) < 0.5 * np.mean(net**2)
+    assert np.quantile(geo.steady_length(wobble, 0.75), 0.85) < 0.5 * np.quantile(net, 0.85)
+    # a steady motion under the wobble keeps most of its length
+    moving = steady * 3.0 + 0.2 * wobble
+    assert np.median(geo.steady_length(moving, 0.75)) > 0.9 * 3.0 * np.sqrt(5.0)
+
+
+def test_tracks_are_kept_at_every_frame_of_the_window():
+    rng = np.random.default_rng(3)
+    texture = cv2.GaussianBlur(rng.uniform(0, 255, (120, 160)).astype(np.float32), (0, 0), 1.5)
+    texture = cv2.normalize(texture, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
+    # the picture slides 1.5 px right per frame: every track's path must follow it frame by frame
+    grays = [cv2.warpAffine(texture, np.float32([[1, 0, 1.5 * k], [0, 1, 0]]), (160, 120),
+                            borderMode=cv2.BORDER_REFLECT) for k in range(5)]
+    tracks = track_window(grays, TrackerConfig())
+    assert tracks.path.shape[:2] == (5, len(tracks.first)) and len(tracks.first) > 50
+    inner = (tracks.first[:, 0] > 20) & (tracks.first[:, 0] < 120)
+    shifts = tracks.path[:, inner, 0] - tracks.first[None, inner, 0]
+    np.testing.assert_allclose(np.median(shifts, axis=1), 1.5 * np.arange(5), atol=0.05)
+    np.testing.assert_allclose(tracks.path[:, inner, 1] - tracks.first[None, inner, 1], 0.0, atol=0.2)
 
 
 def test_translational_flow_points_out_of_the_focus_of_expansion():
@@ -313,9 +345,10 @@ def test_content_that_wobbles_under_a_turn_is_not_a_translation(estimator):
     """A generated video's content wobbles from frame to frame: here each frame is displaced by
     its own smooth random field. What the rotation leaves is then as large as a slow
     translation's parallax, but no camera translation explains it (the 4-DoF fit leaves about
-    half of it), so turns stay turns. Counting every rotation residual as parallax (weight 0,
-    as estimator v5 did), with the same thresholds, reads several times as many as a move."""
-    blind = OpenCVPoseEstimator(unexplained_weight=0.0)
+    half of it) and it does not move steadily through the window, so turns stay turns.
+    Counting every rotation residual whole as parallax (both weights 0, as estimator v5 did),
+    with the same thresholds, reads several times as many as a move."""
+    blind = OpenCVPoseEstimator(unexplained_weight=0.0, unsteady_weight=0.0)
     hits, blind_hits = [], []
     for script in ("left-2, up-2, right-2", "right-2, down-2, left-2"):
         for seed in range(1, 5):
@@ -328,6 +361,29 @@ def test_content_that_wobbles_under_a_turn_is_not_a_translation(estimator):
                                                             expected)]
     assert np.mean(hits) >= 0.95
     assert 1 - np.mean(blind_hits) >= max(0.05, 3 * (1 - np.mean(hits)))
+
+
+def test_wobble_counts_far_less_than_a_steady_move(estimator):
+    """Wobbling content moves back and forth; only its steady part counts as parallax. Counting
+    each track's whole net displacement (weight 0, estimator v7) a turn under wobble reads a
+    translation about as long as a slow move's; the steady part of it is much shorter, while
+    the move itself keeps its length."""
+    whole = OpenCVPoseEstimator(unsteady_weight=0.0)
+
+    def read(est, frames, K):
+        poses = est.estimate(frames, K=K).poses
+        return np.array([np.linalg.norm(relative_pose(poses[f - 1], poses[f])[:3, 3]) for f in range(1, len(poses))])
+
+    turn_steady, turn_whole = [], []
+    for seed in range(1, 4):
+        frames, K, _, _ = _family_render("terrain", "left-1, up-1, right-1", seed)
+        wobbly = degrade(frames, "warp", seed=seed)
+        turn_steady.append(read(estimator, wobbly, K))
+        turn_whole.append(read(whole, wobbly, K))
+    assert np.mean(np.concatenate(turn_steady)) < 0.3 * np.mean(np.concatenate(turn_whole))
+    frames, K, _, _ = _family_render("terrain", "d-1, w-1", seed=5)
+    move_steady, move_whole = read(estimator, frames, K), read(whole, frames, K)
+    assert np.mean(move_steady) > 0.95 * np.mean(move_whole)
 
 
 @pytest.mark.parametrize("script", ["w-2", "d-2", "s+left-2"])

@@ -118,7 +118,8 @@ def translational_flow(x: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 6) -> np.ndarray:
     """Each track's vector replaced by the median over its ``neighbours`` nearest tracks (itself
-    excluded): parallax is a smooth field over a surface, tracking noise is not."""
+    excluded; per component, so ``vectors`` (N, D) may stack several frames' displacements):
+    parallax is a smooth field over a surface, tracking noise is not."""
     if len(points) < 2:
         return vectors.copy()
     k = min(neighbours + 1, len(points))
@@ -156,6 +157,23 @@ def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int
         return 0.0
     smoothed = neighbour_median(points, residuals, neighbours)
     return float(np.quantile(np.linalg.norm(smoothed, axis=1), quantile))
+
+
+def steady_length(trajectory: np.ndarray, unsteady_weight: float) -> np.ndarray:
+    """Per track, the length of its net displacement through a window less its wander:
+    ``sqrt(max(0, |net|^2 - weight * sum_k |step_k - net / hops|^2))``.
+
+    ``trajectory`` (F, N, 2) holds each track's displacement from the first frame at every
+    frame (row 0 all zeros). A steady motion (a translation at constant speed) takes equal
+    steps and keeps its whole length; a perturbation drawn anew every frame (a generated
+    video's wobble, compression blocks) or every hop (tracking noise) takes steps as large as
+    its net displacement in random directions, and their spread cancels it. Independent
+    per-frame perturbations need a weight of 4/15 to cancel on average, per-hop ones 4/3.
+    """
+    steps = np.diff(trajectory, axis=0)
+    net = trajectory[-1] - trajectory[0]
+    wander = np.sum((steps - net / len(steps)) ** 2, axis=(0, 2))
+    return np.sqrt(np.maximum(0.0, np.sum(net**2, axis=1) - unsteady_weight * wander))
 
 
 def explained_share(unexplained: float, total: float, weight: float) -> float:

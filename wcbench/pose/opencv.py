@@ -6,10 +6,12 @@ parallax to read at small resolutions. Per window:
 
 1. track corners through the window (:mod:`wcbench.pose.tracking`);
 2. fit a rotation-only model (a camera that only turns) and measure the window's
-   **parallax**: the rotation-compensated motion of each track, its weak (aperture)
-   direction down-weighted, replaced by the median over its 20 nearest tracks (parallax is
-   smooth over a surface, tracking noise is not), and the 85th percentile of those lengths
-   over the tracks clear of the image border, in pixels of the working image. A high
+   **parallax**: the rotation-compensated motion of each track at every frame of the window,
+   its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
+   tracks (parallax is smooth over a surface, tracking noise is not); per track the net
+   displacement less its frame-to-frame wander (a translation moves content steadily; wobble,
+   noise and compression blocks move it back and forth); and the 85th percentile of those
+   lengths over the tracks clear of the image border, in pixels of the working image. A high
    quantile rather than the median, so that the decision does not depend on how much of the
    frame is far away: with half a frame of sky and far hills, only the nearer ground shows a
    translation, and moving forward the middle of the frame barely moves while its edges
@@ -40,7 +42,10 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on
+Version 8 counts only the steady part of each track's motion (versions 1-7 took the net
+displacement between the window's first and last frame, so a generated video's wobble, noise
+and compression read as a slow translation, and the calibrated threshold sat above slow moves
+past distant content). Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on
 video with a coding grid: there the near, fast-moving texture failed the stricter check, so
 compressed forward moves read short. Version 6 counts only the parallax a translation
 explains (version 5 counted every residual of the rotation-only fit, so a generated video's
@@ -91,6 +96,7 @@ class OpenCVEstimatorConfig:
     parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
     parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
     unexplained_weight: float = 2.0  # the share a translation explains: sqrt(1 - (this x left by 4-DoF / total)^2)
+    unsteady_weight: float = 0.75  # a track's parallax: sqrt(|net|^2 - this x its wander), see geometry.steady_length
     gate_px: float = 0.45  # coherent parallax above which a window translated, px ...
     noise_gate: float = 2.0  # ... or above this many times the video's tracking noise, if larger
     ransac_px: float = 1.0
@@ -122,7 +128,7 @@ class _Correspondences:
     x1: np.ndarray  # bearings in the first frame (N, 3)
     x2: np.ndarray  # bearings in the last frame (N, 3)
     R_rot: np.ndarray  # rotation-only fit
-    coherent_px: float  # the window's parallax left by the rotation-only fit (see window_parallax)
+    coherent_px: float  # the window's steady parallax left by the rotation-only fit (see steady_parallax)
     rotation_px: float  # the same statistic without the aperture weighting (what the 4-DoF fit's rest is put against)
     inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
     R_essential: np.ndarray | None
@@ -265,7 +271,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "7"
+    version = "8"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -331,7 +337,7 @@ class OpenCVPoseEstimator:
         # them trackable, not informative; under a turn they drag the fits towards "no turn"
         ramp = _coherence_at(plain_first, tracks.first) > self.config.max_coherence
         if ramp.any() and np.count_nonzero(~ramp) >= self.config.min_tracks:
-            tracks = WindowTracks(tracks.first[~ramp], tracks.last[~ramp], tracks.num_detected, tracks.disagreement)
+            tracks = tracks.subset(~ramp)
         x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
         inside = self.inside_tracks(tracks, window[0].shape)
         if len(x1) < self.config.min_tracks:
@@ -340,10 +346,40 @@ class OpenCVPoseEstimator:
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
         tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        coherent_px = self.window_parallax(tracks.first[inside], geo.aperture_weighted(residual_px, tensors)[inside])
+        coherent_px = self.steady_parallax(tracks, x1, R_rot, K, tensors, inside)
         rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
         R_e, t_e = _essential_pose(tracks, K, self.config)
         return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e)
+
+    def steady_parallax(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
+                        tensors: np.ndarray, inside: np.ndarray) -> float:
+        """The window's parallax (px) left by the rotation-only fit ``R_rot``, counting only what
+        moves steadily through the window: each track's rotation-compensated position at every
+        frame (the rotation spread evenly over the window, as a latent's action holds), aperture
+        weighted and replaced by its neighbourhood median, then its net displacement less its
+        frame-to-frame wander (:func:`geometry.steady_length`); the ``parallax_quantile`` of
+        those over the tracks clear of the border.
+
+        A translation moves content steadily, frame after frame; a generated video's wobble,
+        tracking noise and compression blocks move it back and forth, and their net
+        displacement over the window is about as large as one frame's. Counted whole (versions
+        1-7) that read as a slow translation, so the calibrated threshold had to sit above it,
+        where slow moves past mostly distant content fell under it."""
+        focal = K[0, 0]
+        points = tracks.first[inside]
+        hops = len(tracks.path) - 1
+        spin = geo.rotation_vector(R_rot)
+        residuals = []
+        for k in range(1, hops + 1):
+            xk = geo.compute_bearings(tracks.path[k], K)
+            residual = geo.compensated_displacement(x1, xk, geo.rodrigues(spin * k / hops)) * focal
+            residuals.append(geo.aperture_weighted(residual, tensors)[inside])
+        # one neighbourhood median for all frames (it is taken per component)
+        smoothed = geo.neighbour_median(points, np.concatenate(residuals, axis=1), self.config.parallax_neighbours)
+        frames = smoothed.reshape(len(points), hops, 2).swapaxes(0, 1)
+        trajectory = np.concatenate([np.zeros((1, len(points), 2)), frames])
+        lengths = geo.steady_length(trajectory, self.config.unsteady_weight)
+        return float(np.quantile(lengths, self.config.parallax_quantile)) if len(lengths) > 1 else 0.0
 
     def window_parallax(self, points: np.ndarray, residuals: np.ndarray) -> float:
         """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent

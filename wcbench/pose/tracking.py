@@ -35,12 +35,25 @@ class TrackerConfig:
 
 @dataclass
 class WindowTracks:
-    """Correspondences between the first and last frame of a window (pixels, working image)."""
+    """Tracks through a window (pixels, working image): where each is in every frame."""
 
-    first: np.ndarray  # (N, 2)
-    last: np.ndarray  # (N, 2)
+    path: np.ndarray  # (F, N, 2): positions in the window's F frames; the last one refined by the direct re-track
     num_detected: int
     disagreement: float = float("nan")  # median px between chained and direct tracks (tracking noise)
+
+    @property
+    def first(self) -> np.ndarray:
+        """(N, 2) positions in the window's first frame."""
+        return self.path[0]
+
+    @property
+    def last(self) -> np.ndarray:
+        """(N, 2) positions in the window's last frame."""
+        return self.path[-1]
+
+    def subset(self, keep: np.ndarray) -> WindowTracks:
+        """The tracks selected by the boolean mask ``keep``."""
+        return WindowTracks(self.path[:, keep], self.num_detected, self.disagreement)
 
 
 def _lk(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: TrackerConfig, levels: int,
@@ -76,19 +89,21 @@ def track_window(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks
     start = detect_corners(grays[0], config)
     num_detected = len(start)
     if num_detected == 0 or len(grays) < 2:
-        return WindowTracks(start.reshape(-1, 2), start.reshape(-1, 2), num_detected)
+        return WindowTracks(np.stack([start.reshape(-1, 2)] * 2).astype(np.float64), num_detected)
     # 1. chain hop by hop, dropping tracks that fail a round trip
-    points, origin = start, start
+    points, history = start, [start]  # history: every frame's positions of the tracks still alive
     for prev, nxt in zip(grays[:-1], grays[1:]):
         moved, keep = _round_trip(prev, nxt, points, config, config.hop_max_level)
-        points, origin = moved[keep], origin[keep]
+        points = moved[keep]
+        history = [h[keep] for h in history] + [points]
         if len(points) == 0:
-            return WindowTracks(origin.reshape(-1, 2), points.reshape(-1, 2), num_detected)
+            return WindowTracks(np.zeros((len(grays), 0, 2)), num_detected)
     # 2. direct re-track first -> last. Unseeded, it is an independent check: where it comes
     #    home but lands elsewhere than the chain, the chain has stuck to something that does
     #    not move with the scene (compression blocks, overlays) -> drop the track. Where it
     #    fails, keep the chain (fast turns lose long-gap matches) refined by a seeded re-track.
     if len(grays) > 2:
+        origin = history[0]
         direct, is_direct = _round_trip(grays[0], grays[-1], origin, config, config.max_level)
         gap = np.linalg.norm((direct - points).reshape(-1, 2), axis=1)
         keep = ~is_direct | (gap < config.refine_agreement)
@@ -101,8 +116,7 @@ def track_window(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks
             points[seeded] = np.where((is_refined & close)[:, None, None], refined, points[seeded])
         both = is_direct & keep
         disagreement = float(np.median(gap[both])) if both.any() else float("nan")
-        points, origin = points[keep], origin[keep]
+        history = [h[keep] for h in history[:-1]] + [points[keep]]
     else:
         disagreement = float("nan")
-    return WindowTracks(origin.reshape(-1, 2).astype(np.float64), points.reshape(-1, 2).astype(np.float64),
-                        num_detected, disagreement)
+    return WindowTracks(np.stack([h.reshape(-1, 2) for h in history]).astype(np.float64), num_detected, disagreement)
