@@ -89,8 +89,8 @@ def main() -> None:
         if args.drop_misfit is not None:
             keep = np.abs(error) <= args.drop_misfit
             # the moving decision and rotation-only fit stay those of all tracks: only the fit changes
-            tracks = replace(match.tracks, first=match.tracks.first[keep], last=match.tracks.last[keep])
-            trimmed = replace(match, tracks=tracks, x1=match.x1[keep], x2=match.x2[keep], inside=match.inside[keep])
+            trimmed = replace(match, tracks=match.tracks.subset(keep), x1=match.x1[keep], x2=match.x2[keep],
+                              inside=match.inside[keep])
             window = poses_from_windows(last - first + 1, [(0, last - first)],
                                         [estimator._window_motion(trimmed, K_work, gate).rel], [1.0])
             right = bool(accuracy(window, actions[first:last], estimator.thresholds)[:, 0].all())
