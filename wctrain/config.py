@@ -25,7 +25,7 @@ MIXED_PRECISION = ("no", "bf16", "fp16")
 
 @dataclass
 class RLConfig:
-    steps: int = 450               # with 2 processes: 31-35 min on a 2-core CPU (estimator v6)
+    steps: int = 450               # with 2 processes: 22-24 min on a 2-core CPU (estimator v8)
     groups_per_rank: int = 1       # groups each process rolls out per step (gradients accumulate over them)
     group_size: int = 8            # G candidates of the target clip per group
     rollout: str = "clip"          # clip: shared prefix, n + G clip generations | sample: G * (n + 1) (ablation)
