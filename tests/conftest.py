@@ -3,6 +3,7 @@ the scorers most tests score with."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -40,3 +41,15 @@ def make_scorers() -> Callable[..., Scorers]:
         return Scorers(build_estimator(estimator), build_quality_scorer(quality))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def two_process_env() -> dict[str, str]:
+    """The environment for ``accelerate launch --num_processes 2`` in a test: one thread each, and
+    the GPUs hidden unless there are two (two processes on one GPU is an error, not a test)."""
+    import torch
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if torch.cuda.device_count() < 2:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env

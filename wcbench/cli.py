@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from wcbench.core.controls import FORMATS
+from wcbench.core.environment import this_process_uses_a_gpu
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.core.terminal import console, progress_bar
 from wcbench.models.plugin import parse_model_args
@@ -115,7 +116,7 @@ def _launcher(device: str) -> Any:
         if device == "cuda":
             raise UsageError("device=cuda needs torch and accelerate: pip install -e '.[train]'") from None
         return _SingleProcess()
-    return Accelerator(cpu=device == "cpu" or not torch.cuda.is_available())
+    return Accelerator(cpu=device == "cpu" or not this_process_uses_a_gpu(torch))
 
 
 def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:

@@ -125,6 +125,7 @@ class TrainerConfig:
     model_options: dict[str, Any] = field(default_factory=dict)  # keyword arguments of the factory, e.g.
     #                                +model_options.checkpoint=PATH
     suite: str = "wc-mini"         # resolution, field of view and step sizes of training episodes
+    device: str = "auto"           # auto: each process on a GPU of its own when there are GPUs | cpu
     mixed_precision: str | None = None  # no | bf16 | fp16 (null: what `accelerate launch` was told; no)
     gradient_checkpointing: bool = False  # for models that support it (enable_gradient_checkpointing())
     log_with: list[str] = field(default_factory=list)  # accelerate trackers besides metrics.jsonl,
@@ -136,6 +137,7 @@ class TrainerConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
+        _choice("device", self.device, ("auto", "cpu"))
         if self.mixed_precision is not None:
             _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         if self.checkpoint_every < 1:
@@ -185,6 +187,10 @@ class TrainConfig:
     checkpoint_every: int = 250
     time_limit_min: float | None = None  # stop (and export) early after this many minutes
     seed: int = 0
+    device: str = "auto"  # auto: the GPU when there is one | cpu (bitwise reproducible: GPU kernels need not be)
+
+    def __post_init__(self) -> None:
+        _choice("train.device", self.device, ("auto", "cpu"))
 
 
 @dataclass

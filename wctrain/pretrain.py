@@ -311,7 +311,7 @@ def pretrain(cfg: Any) -> Path:
     torch.manual_seed(train.seed)  # weight initialisation
 
     # 1. setup: model, EMA copy, optimiser, data, random streams
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device("cuda" if train.device == "auto" and torch.cuda.is_available() else "cpu")
     model = build_trainable(cfg.model, cfg.model_options).to(device).train()
     ema = copy.deepcopy(model).requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay)

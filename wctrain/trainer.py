@@ -33,6 +33,7 @@ from torch import nn
 
 from wcbench.core.actions import clip_step_actions
 from wcbench.core.storage import write_json
+from wcbench.core.environment import this_process_uses_a_gpu
 from wcbench.data.suite import Suite, load_suite
 from wcbench.pose import build_estimator
 from wcbench.report.summary import summarize
@@ -125,7 +126,8 @@ def build_run(cfg: TrainerConfig) -> Run:
     # tests) would otherwise inherit the first one's mixed precision; the process group stays
     AcceleratorState._reset_state()
     GradientState._reset_state()
-    accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=cfg.mixed_precision,
+    on_cpu = cfg.device == "cpu" or not this_process_uses_a_gpu(torch)
+    accelerator = Accelerator(cpu=on_cpu, mixed_precision=cfg.mixed_precision,
                               gradient_accumulation_steps=cfg.rl.groups_per_rank,
                               log_with=cfg.log_with or None, project_dir=cfg.run_dir)
     # DeepSpeed sizes its steps before prepare: a group is one micro-batch, a rank's groups accumulate

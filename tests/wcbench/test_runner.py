@@ -6,7 +6,6 @@ path, the report's strip frames kept while scoring, 2-process sharding equal to 
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -278,19 +277,44 @@ def test_videos_adapter_replays_a_run(tiny_suite, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_equal_one(tiny_suite, tmp_path):
+def test_two_processes_equal_one(tiny_suite, tmp_path, two_process_env):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
     if accelerate is None:
         pytest.skip("accelerate CLI not installed")
     one, two = tmp_path / "one", tmp_path / "two"
     assert main(["run", "--suite", str(tiny_suite), "--model", "oracle", "--out", str(one), "estimator=gt"]) == 0
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wcbench", "run", "--suite",
                            str(tiny_suite), "--model", "oracle", "--out", str(two), "estimator=gt"],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=two_process_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _comparable(one), _comparable(two)
     a["cases"].sort(key=lambda c: c["id"])
     b["cases"].sort(key=lambda c: c["id"])
     assert a == b
+
+
+class _FakeCuda:
+    def __init__(self, count: int):
+        self.count = count
+
+    def is_available(self) -> bool:
+        return self.count > 0
+
+    def device_count(self) -> int:
+        return self.count
+
+
+class _FakeTorch:
+    def __init__(self, count: int):
+        self.cuda = _FakeCuda(count)
+
+
+def test_more_processes_than_gpus_is_a_named_error(monkeypatch):
+    from wcbench.core.environment import this_process_uses_a_gpu
+
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert this_process_uses_a_gpu(_FakeTorch(2)) and not this_process_uses_a_gpu(_FakeTorch(0))
+    with pytest.raises(RuntimeError, match=r"process 1 of 2 .* 1 visible.*--num_processes 1.*CUDA_VISIBLE_DEVICES"):
+        this_process_uses_a_gpu(_FakeTorch(1))

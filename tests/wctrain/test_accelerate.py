@@ -2,7 +2,6 @@
 gradient checkpointing and trackers."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -55,13 +54,13 @@ def test_fsdp_run_of_two_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_ema_of_a_sharded_model_gathers_the_trained_parameters(tmp_path):
+def test_the_ema_of_a_sharded_model_gathers_the_trained_parameters(tmp_path, two_process_env):
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     if torchrun is None:
         pytest.skip("torchrun not installed")
     out = tmp_path / "ema.json"
     proc = subprocess.run([torchrun, "--nproc_per_node", "2", str(PLUGINS / "fsdp_ema.py"), str(out)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          capture_output=True, text=True, timeout=600, env=two_process_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["sharded"] > 0 and result["count"] > 20

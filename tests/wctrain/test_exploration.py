@@ -31,7 +31,8 @@ def test_exploration_varies_candidates_only_inside_the_block(make_small_tinywm):
     model, x, sigma, ctx = probe(make_small_tinywm, 3)
     actions = signs(Action(forward=1, yaw=-1), 3)
     plain = model.velocity(x, sigma, ctx, actions)
-    assert torch.allclose(plain[0], plain[1]) and torch.allclose(plain[1], plain[2])
+    # equal candidates give equal rows up to float32 roundoff (a batch's rows may take different kernels)
+    assert torch.allclose(plain[0], plain[1], atol=1e-5) and torch.allclose(plain[1], plain[2], atol=1e-5)
     with exploring(model, Exploration(1.0), 3, torch.Generator().manual_seed(0)):
         explored = model.velocity(x, sigma, ctx, actions)
         with pytest.raises(ValueError, match="batch of 3 candidates"):

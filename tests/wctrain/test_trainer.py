@@ -68,10 +68,10 @@ def _accelerate() -> str:
     return accelerate
 
 
-def _launch_two(*overrides: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _launch_two(*overrides: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wctrain", "train", *overrides],
-                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+                          capture_output=True, text=True, env=env,
                           timeout=900)
 
 
@@ -103,13 +103,13 @@ def test_no_reward_spread_warns_so_and_not_that_v_old_is_wrong(tiny_init, tmp_pa
 
 def test_resume_continues_exactly_and_logs_each_step_once(tiny_init, tmp_path):
     # with the label curriculum on, step 2's episodes depend on step 1's rollouts: resume must restore it
-    focus = "rl.focus_candidates=3"
-    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=3", focus, *VQ_SPREAD))
+    settings = "rl.focus_candidates=3", "device=cpu"  # bitwise on CPU; GPU kernels need not be deterministic
+    straight = train(_cfg(tmp_path / "straight", tiny_init, "rl.steps=3", *settings, *VQ_SPREAD))
     resumed = tmp_path / "resumed"
-    train(_cfg(resumed, tiny_init, "rl.steps=2", focus, *VQ_SPREAD))  # a run killed after its checkpoint at 2
+    train(_cfg(resumed, tiny_init, "rl.steps=2", *settings, *VQ_SPREAD))  # a run killed after its checkpoint at 2
     with (resumed / "metrics.jsonl").open("a") as handle:  # ... that had logged step 3 before the kill
         handle.write(json.dumps({"step": 3, "reward_following": -1.0}) + "\n")
-    train(_cfg(resumed, tiny_init, "rl.steps=3", focus, *VQ_SPREAD))
+    train(_cfg(resumed, tiny_init, "rl.steps=3", *settings, *VQ_SPREAD))
     a, b = _weights(straight), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
     initial = TinyWM.from_pretrained(tiny_init).state_dict()
@@ -129,10 +129,10 @@ def test_resume_with_other_trained_weights_names_the_checkpoint(tiny_init, tmp_p
 
 
 @pytest.mark.slow
-def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path):
-    extra = ["rl.steps=1", "rl.focus_candidates=3", *VQ_SPREAD]
+def test_two_processes_equal_one_on_the_same_groups(tiny_init, tmp_path, two_process_env):
+    extra = ["rl.steps=1", "rl.focus_candidates=3", "device=cpu", *VQ_SPREAD]  # CPU kernels: equal to 1e-6
     one = train(_cfg(tmp_path / "one", tiny_init, "rl.groups_per_rank=2", *extra))
-    proc = _launch_two(*_overrides(tmp_path / "two", tiny_init, *extra))
+    proc = _launch_two(*_overrides(tmp_path / "two", tiny_init, *extra), env=two_process_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = _weights(one), _weights(tmp_path / "two")
     for key in a:
@@ -163,8 +163,9 @@ def test_a_model_from_outside_the_repository_trains_on_one_process(tmp_path, mon
 
 
 @pytest.mark.slow
-def test_a_model_from_outside_the_repository_trains_on_two_processes(tmp_path):
-    proc = _launch_two(f"run_dir={tmp_path / 'two'}", *OUTSIDE, env={"PYTHONPATH": str(PLUGINS)})
+def test_a_model_from_outside_the_repository_trains_on_two_processes(tmp_path, two_process_env):
+    path = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))
+    proc = _launch_two(f"run_dir={tmp_path / 'two'}", *OUTSIDE, env={**two_process_env, "PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr[-3000:]
     _finite_losses(tmp_path / "two")
 

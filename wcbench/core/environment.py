@@ -48,6 +48,20 @@ def gpu_name() -> str | None:
     return str(torch.cuda.get_device_name(0))
 
 
+def this_process_uses_a_gpu(torch) -> bool:
+    """Whether this process runs on a GPU: CUDA is there and this process's local rank
+    (``LOCAL_RANK``, which ``accelerate launch`` sets) names a visible device. More processes than
+    GPUs is an error rather than a crash deep in CUDA ("invalid device ordinal")."""
+    if not torch.cuda.is_available():
+        return False
+    rank, count = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
+    if rank >= count:
+        raise RuntimeError(f"process {rank} of {os.environ.get('LOCAL_WORLD_SIZE', '?')} on this machine has no GPU: "
+                           f"{count} visible. Launch one process per GPU (--num_processes {count}), or hide the "
+                           f"GPUs (CUDA_VISIBLE_DEVICES=) to run every process on the CPU")
+    return True
+
+
 def cores() -> int:
     """CPU cores this process may run on (the affinity mask, not the machine's total)."""
     try:
