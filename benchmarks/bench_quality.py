@@ -20,7 +20,8 @@ Parts (``--parts``, comma-separated):
   video ``wcbench run`` stores (HuffYUV), the FFV1 of older runs, and the mp4 files users bring
   (MPEG-4 part 2; H.264 when ``imageio-ffmpeg`` is installed, whose ffmpeg can encode it): file
   size, decoding CPU per frame, wall and CPU time of the whole command; then the CPU the camera
-  estimator and the quality scorer take over the clips. Wall time is the target's measure: the
+  estimator and the quality scorer take over the clips, and the wall time of the rest of the
+  main thread's path (imports and scorers; writing the report). Wall time is the target's measure: the
   benchmark prints beside it the CPU other processes used during the run (0 on an idle machine).
 The machine these figures are taken on may be shared: CPU time (which waiting for a core does
 not add to) stands in for idle wall time, every figure is printed with its ratio to the target,
@@ -243,6 +244,23 @@ def time_score(manifest: Path, out: Path) -> tuple[float, float, float]:
     return wall, used, max(0.0, busy_cpu_seconds() - busy - used)
 
 
+def setup_seconds() -> float:
+    """Wall seconds a fresh process takes to import what ``wcbench score`` needs and build its scorers."""
+    code = ("import time; t = time.perf_counter(); from wcbench.cli import build_scorers, load_config; "
+            "import wcbench.run.manifest, wcbench.report.results; build_scorers(load_config([])); "
+            "print(time.perf_counter() - t)")
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+
+
+def report_seconds(results_dir: Path) -> float:
+    """Wall seconds of writing a scored run's results and report (figures included) again."""
+    from wcbench.report.results import rebuild
+
+    start = time.perf_counter()
+    rebuild(results_dir)
+    return time.perf_counter() - start
+
+
 def bench_score(repeats: int) -> None:
     script = "w+left-30, d+right-30, s+up-35"  # 95 latent steps: 381 frames
     playback = 381 / PLAYBACK_FPS
@@ -266,12 +284,17 @@ def bench_score(repeats: int) -> None:
             print(f"{name:>28} {path.stat().st_size / 1e6:>6.0f} {decode_ms:>16.1f} {wall:>7.1f} "
                   f"{playback / wall:>10.2f}x {cpu:>6.1f} {others:>7.1f}  "
                   f"{'met' if wall < playback else 'NOT met'}")
+        setup = min(setup_seconds() for _ in range(repeats))
+        report = min(report_seconds(tmp / "out-stored-0") for _ in range(repeats))
         cv2.setNumThreads(1)
         parts = [min(values) for values in zip(*(clip_seconds(frames, script, 75.0) for _ in range(repeats)))]
     print("the scorers' CPU over the clips on one thread (inside the runs above they run side by side, quality in a "
           "second thread):")
     for name, seconds in zip(("camera estimator", "quality scorer"), parts):
         print(f"  {name:>16}: {seconds:.1f} CPU s ({1e3 * seconds / len(frames):.1f} ms per frame)")
+    print("the rest of the main thread's path, wall: "
+          f"imports, config and scorers {setup:.2f} s (a fresh process); report {report:.2f} s (rebuilt from the "
+          "stored video's results folder)")
     print("wall time on a shared machine includes waiting for a core: where others used CPU during a run, its wall "
           "figure is an upper bound")
 
