@@ -1,0 +1,126 @@
+"""Would dense-flow tracks help the camera estimator? Calibration seeds only.
+
+    OMP_NUM_THREADS=1 python experiments/dense_tracks.py                 # ~15 min on 2 cores
+    OMP_NUM_THREADS=1 python experiments/dense_tracks.py --min-std 0.5 --compressed
+
+Beside the shipped corner tracks, the variant tracks a regular grid of points (every ``--step``
+px of the working image, where the first frame's local grey-level std exceeds ``--min-std``)
+through each latent window with DIS optical flow, frame to frame, keeping points whose
+forward-backward round trip comes home within ``--round-trip`` px; on video with a coding grid
+only with ``--compressed``. Both estimators run on the calibration spec of ``wcbench calibrate
+--degrade`` (seeds 9000-9005, every family, track and degradation, 160 px), each is calibrated
+on its own estimates, and the full-label accuracy per degradation and family is printed.
+
+This is a research tool: the variant is patched in here (``wcbench.pose.opencv.track_window``),
+not offered by the estimator. Findings: docs/estimator.md, "Tried and not taken".
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+
+import cv2
+import numpy as np
+
+import wcbench.pose.opencv as opencv_estimator
+from wcbench.pose import build_estimator
+from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, calibrate, confusion_report, estimate_video,
+                                      render_calibration_videos)
+from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
+from wcbench.data.scenes.families import SCENE_FAMILIES
+
+
+def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, round_trip: float) -> np.ndarray:
+    """(F, N, 2) paths of grid points through the window by DIS flow, round-trip checked."""
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    height, width = grays[0].shape
+    ys, xs = np.mgrid[step // 2:height:step, step // 2:width:step]
+    first = grays[0].astype(np.float32)
+    mean = cv2.blur(first, (9, 9))
+    std = np.sqrt(np.maximum(cv2.blur(first * first, (9, 9)) - mean * mean, 0.0))
+    textured = std[ys.ravel(), xs.ravel()] > min_std
+    points = np.stack([xs.ravel(), ys.ravel()], axis=1)[textured].astype(np.float64)
+
+    def flow_at(flow: np.ndarray, at: np.ndarray) -> np.ndarray:
+        return cv2.remap(flow, at[:, 0].astype(np.float32), at[:, 1].astype(np.float32), cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE).reshape(-1, 2)
+
+    path, alive = [points], np.ones(len(points), bool)
+    for prev, nxt in zip(grays[:-1], grays[1:]):
+        here = path[-1]
+        there = here + flow_at(dis.calc(prev, nxt, None), here)
+        home = there + flow_at(dis.calc(nxt, prev, None), there)
+        inside = (there >= 0).all(axis=1) & (there[:, 0] < width - 1) & (there[:, 1] < height - 1)
+        alive &= inside & (np.linalg.norm(home - here, axis=1) < round_trip)
+        path.append(there)
+    return np.stack(path)[:, alive]
+
+
+def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: bool) -> None:
+    """Patch the estimator's tracker: corner tracks plus dense ones."""
+
+    def tracks(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks:
+        corners = track_window(grays, config)
+        is_compressed = config.fb_threshold == config.compressed_fb_threshold
+        if is_compressed and not compressed:
+            return corners
+        dense = dense_window_tracks(grays, step, min_std, round_trip)
+        return WindowTracks(np.concatenate([corners.path, dense], axis=1), corners.num_detected + dense.shape[1],
+                            corners.disagreement)
+
+    opencv_estimator.track_window = tracks
+
+
+def _estimate_all(args: tuple[argparse.Namespace | None, CalibrationSpec]) -> list[tuple[str, str, str, object]]:
+    variant, spec = args
+    if variant is not None:
+        use_dense_tracks(variant.step, variant.min_std, variant.round_trip, variant.compressed)
+    estimator = build_estimator("opencv")
+    return [(video.degradation, video.case.family, video.script, estimate_video(estimator, video))
+            for video in render_calibration_videos(spec)]
+
+
+def estimate_spec(variant: argparse.Namespace | None, spec: CalibrationSpec, workers: int) -> list:
+    """Estimates of every calibration video, split over ``workers`` processes by seed."""
+    jobs = [(variant, replace(spec, seeds=(seed,))) for seed in spec.seeds]
+    with ProcessPoolExecutor(workers) as pool:
+        return [row for rows in pool.map(_estimate_all, jobs) for row in rows]
+
+
+def report(name: str, rows: list) -> None:
+    estimates, scripts = [row[3] for row in rows], [row[2] for row in rows]
+    result = calibrate(estimates, scripts)
+    th = result.thresholds
+    overall = confusion_report(estimates, scripts, th)["accuracy"]
+    print(f"\n{name}: translation threshold {th.translation:.5f} (plateau {result.translation.low:.5f}-"
+          f"{result.translation.high:.5f}), rotation {th.rotation_deg:.3f} deg; full {overall['full']:.4f}, "
+          f"translation {overall['translation']:.4f}")
+    print(f"{'':8}" + "".join(f"{family:>10}" for family in SCENE_FAMILIES))
+    for kind in DEGRADATIONS:
+        cells = []
+        for family in SCENE_FAMILIES:
+            chosen = [row for row in rows if row[0] == kind and row[1] == family]
+            accuracy = confusion_report([r[3] for r in chosen], [r[2] for r in chosen], th)["accuracy"]["full"]
+            cells.append(f"{accuracy:>10.4f}")
+        print(f"{kind:8}" + "".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--step", type=int, default=8, help="grid spacing, px of the working image")
+    parser.add_argument("--min-std", type=float, default=2.0, help="local grey-level std a grid point needs")
+    parser.add_argument("--round-trip", type=float, default=1.0, help="forward-backward limit, px")
+    parser.add_argument("--compressed", action="store_true", help="add dense tracks on video with a coding grid too")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    spec = CalibrationSpec()
+    report("shipped estimator", estimate_spec(None, spec, args.workers))
+    report(f"with dense tracks (step {args.step}, min std {args.min_std}, round trip {args.round_trip}, "
+           f"{'all video' if args.compressed else 'video without a coding grid'})",
+           estimate_spec(args, spec, args.workers))
+
+
+if __name__ == "__main__":
+    main()
