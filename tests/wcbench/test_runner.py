@@ -316,5 +316,5 @@ def test_more_processes_than_gpus_is_a_named_error(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     assert this_process_uses_a_gpu(_FakeTorch(2)) and not this_process_uses_a_gpu(_FakeTorch(0))
-    with pytest.raises(RuntimeError, match=r"process 1 of 2 .* 1 visible.*--num_processes 1.*CUDA_VISIBLE_DEVICES"):
+    with pytest.raises(RuntimeError, match=r"process 1 of 2 .* 1 visible.*--num_processes 1.*device=cpu"):
         this_process_uses_a_gpu(_FakeTorch(1))

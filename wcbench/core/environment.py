@@ -57,8 +57,8 @@ def this_process_uses_a_gpu(torch) -> bool:
     rank, count = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
     if rank >= count:
         raise RuntimeError(f"process {rank} of {os.environ.get('LOCAL_WORLD_SIZE', '?')} on this machine has no GPU: "
-                           f"{count} visible. Launch one process per GPU (--num_processes {count}), or hide the "
-                           f"GPUs (CUDA_VISIBLE_DEVICES=) to run every process on the CPU")
+                           f"{count} visible. Launch one process per GPU (--num_processes {count}), or run every "
+                           f"process on the CPU (the setting device=cpu)")
     return True
 
 
