@@ -1,23 +1,26 @@
 """Would dense-flow tracks help the camera estimator? Calibration seeds only.
 
     OMP_NUM_THREADS=1 python experiments/dense_tracks.py                 # ~15 min on 2 cores
-    OMP_NUM_THREADS=1 python experiments/dense_tracks.py --min-std 0.5 --compressed
+    OMP_NUM_THREADS=1 python experiments/dense_tracks.py --noise-floor 3 --skip-shipped
+    OMP_NUM_THREADS=1 python experiments/dense_tracks.py --noise-floor 3 --cost   # CPU ms a frame
 
 Beside the shipped corner tracks, the variant tracks a regular grid of points (every ``--step``
-px of the working image, where the first frame's local grey-level std exceeds ``--min-std``)
-through each latent window with DIS optical flow, frame to frame, keeping points whose
-forward-backward round trip comes home within ``--round-trip`` px; on video with a coding grid
-only with ``--compressed``. Both estimators run on the calibration spec of ``wcbench calibrate
---degrade`` (seeds 9000-9005, every family, track and degradation, 160 px), each is calibrated
-on its own estimates, and the full-label accuracy per degradation and family is printed.
+px of the working image, where the first frame's local grey-level std exceeds ``--min-std`` and
+``--noise-floor`` times its pixel noise) through each latent window with DIS optical flow
+(``--preset``), frame to frame, keeping points whose forward-backward round trip comes home
+within ``--round-trip`` px; on video with a coding grid only with ``--compressed``. Both
+estimators run on the calibration spec of ``wcbench calibrate --degrade`` (seeds 9000-9005,
+every family, track and degradation, 160 px), each is calibrated on its own estimates, and the
+full-label accuracy per degradation and family is printed.
 
 This is a research tool: the variant is patched in here (``wcbench.pose.opencv.track_window``),
-not offered by the estimator. Findings: docs/estimator.md, "Tried and not taken".
+not offered by the estimator. Findings: docs/estimator.md, "Tried and not taken (yet)".
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
@@ -25,23 +28,37 @@ import cv2
 import numpy as np
 
 import wcbench.pose.opencv as opencv_estimator
+from wcbench.core.actions import StepSizes
 from wcbench.pose import build_estimator
-from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, calibrate, confusion_report, estimate_video,
-                                      render_calibration_videos)
+from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, MotionCase, calibrate, confusion_report,
+                                      estimate_video, render_calibration_videos)
 from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
 from wcbench.data.scenes.families import SCENE_FAMILIES
 
 
-def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, round_trip: float) -> np.ndarray:
-    """(F, N, 2) paths of grid points through the window by DIS flow, round-trip checked."""
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+def pixel_noise(gray: np.ndarray) -> float:
+    """Grey-level std of pixel noise: the median absolute response of a filter that cancels smooth
+    image content (Immerkaer's 3x3 Laplacian difference; its noise gain is 6), as a std."""
+    kernel = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
+    response = cv2.filter2D(gray.astype(np.float32), -1, kernel)[1:-1, 1:-1]
+    return float(1.4826 * np.median(np.abs(response)) / 6.0)
+
+
+def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, round_trip: float,
+                        noise_floor: float = 0.0, preset: str = "medium") -> np.ndarray:
+    """(F, N, 2) paths of grid points through the window by DIS flow, round-trip checked. A point
+    needs a local std above ``min_std`` and above ``noise_floor`` x the frame's pixel noise."""
+    dis = cv2.DISOpticalFlow_create(getattr(cv2, f"DISOPTICAL_FLOW_PRESET_{preset.upper()}"))
     height, width = grays[0].shape
     ys, xs = np.mgrid[step // 2:height:step, step // 2:width:step]
     first = grays[0].astype(np.float32)
     mean = cv2.blur(first, (9, 9))
     std = np.sqrt(np.maximum(cv2.blur(first * first, (9, 9)) - mean * mean, 0.0))
-    textured = std[ys.ravel(), xs.ravel()] > min_std
+    floor = max(min_std, noise_floor * pixel_noise(grays[0])) if noise_floor > 0 else min_std
+    textured = std[ys.ravel(), xs.ravel()] > floor
     points = np.stack([xs.ravel(), ys.ravel()], axis=1)[textured].astype(np.float64)
+    if len(points) == 0:  # nothing textured enough (remap refuses an empty map)
+        return np.zeros((len(grays), 0, 2))
 
     def flow_at(flow: np.ndarray, at: np.ndarray) -> np.ndarray:
         return cv2.remap(flow, at[:, 0].astype(np.float32), at[:, 1].astype(np.float32), cv2.INTER_LINEAR,
@@ -58,7 +75,8 @@ def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, roun
     return np.stack(path)[:, alive]
 
 
-def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: bool) -> None:
+def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: bool, noise_floor: float,
+                     preset: str) -> None:
     """Patch the estimator's tracker: corner tracks plus dense ones."""
 
     def tracks(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks:
@@ -66,7 +84,7 @@ def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: b
         is_compressed = config.fb_threshold == config.compressed_fb_threshold
         if is_compressed and not compressed:
             return corners
-        dense = dense_window_tracks(grays, step, min_std, round_trip)
+        dense = dense_window_tracks(grays, step, min_std, round_trip, noise_floor, preset)
         return WindowTracks(np.concatenate([corners.path, dense], axis=1), corners.num_detected + dense.shape[1],
                             corners.disagreement)
 
@@ -76,7 +94,8 @@ def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: b
 def _estimate_all(args: tuple[argparse.Namespace | None, CalibrationSpec]) -> list[tuple[str, str, str, object]]:
     variant, spec = args
     if variant is not None:
-        use_dense_tracks(variant.step, variant.min_std, variant.round_trip, variant.compressed)
+        use_dense_tracks(variant.step, variant.min_std, variant.round_trip, variant.compressed, variant.noise_floor,
+                         variant.preset)
     estimator = build_estimator("opencv")
     return [(video.degradation, video.case.family, video.script, estimate_video(estimator, video))
             for video in render_calibration_videos(spec)]
@@ -107,17 +126,46 @@ def report(name: str, rows: list) -> None:
         print(f"{kind:8}" + "".join(cells))
 
 
+def dense_cost(args: argparse.Namespace, repeats: int = 3) -> None:
+    """CPU ms a frame the dense tracks add on one thread, 480x832 video at the working size."""
+    cv2.setNumThreads(1)
+    frames = MotionCase("room", 11, "basic", "w+left-3", StepSizes(), 75.0).render(832, 480)[0]
+    config = opencv_estimator.OpenCVEstimatorConfig()
+    size = opencv_estimator.working_size(832, 480, config.max_side, config.min_height)
+    grays = [cv2.resize(opencv_estimator.to_gray(frame), size, interpolation=cv2.INTER_AREA) for frame in frames]
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        for first in range(0, len(grays) - 4, 4):
+            dense_window_tracks(grays[first:first + 5], args.step, args.min_std, args.round_trip, args.noise_floor,
+                                args.preset)
+        best = min(best, time.process_time() - start)
+    per_frame = 1e3 * best / (len(grays) - 1)
+    print(f"dense tracks at {size[0]}x{size[1]}: {per_frame:.1f} CPU ms a frame (best of {repeats})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--step", type=int, default=8, help="grid spacing, px of the working image")
     parser.add_argument("--min-std", type=float, default=2.0, help="local grey-level std a grid point needs")
     parser.add_argument("--round-trip", type=float, default=1.0, help="forward-backward limit, px")
+    parser.add_argument("--noise-floor", type=float, default=0.0,
+                        help="a grid point's local std must also exceed this x the frame's pixel noise (0: off)")
+    parser.add_argument("--skip-shipped", action="store_true", help="measure the variant only")
+    parser.add_argument("--cost", action="store_true", help="only time the dense tracks at 480x832")
+    parser.add_argument("--preset", default="medium", choices=["ultrafast", "fast", "medium"], help="DIS preset")
     parser.add_argument("--compressed", action="store_true", help="add dense tracks on video with a coding grid too")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    if args.cost:
+        dense_cost(args)
+        return
     spec = CalibrationSpec()
-    report("shipped estimator", estimate_spec(None, spec, args.workers))
-    report(f"with dense tracks (step {args.step}, min std {args.min_std}, round trip {args.round_trip}, "
+    if not args.skip_shipped:
+        report("shipped estimator", estimate_spec(None, spec, args.workers))
+    report(f"with dense tracks (DIS {args.preset}, step {args.step}, min std {args.min_std}, "
+           f"noise floor {args.noise_floor}, "
+           f"round trip {args.round_trip}, "
            f"{'all video' if args.compressed else 'video without a coding grid'})",
            estimate_spec(args, spec, args.workers))
 
