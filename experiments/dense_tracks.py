@@ -10,8 +10,8 @@ px of the working image, where the first frame's local grey-level std exceeds ``
 (``--preset``), frame to frame, keeping points whose forward-backward round trip comes home
 within ``--round-trip`` px; on video with a coding grid only with ``--compressed``. Both
 estimators run on the calibration spec of ``wcbench calibrate --degrade`` (seeds 9000-9005,
-every family, track and degradation, 160 px), each is calibrated on its own estimates, and the
-full-label accuracy per degradation and family is printed.
+every family, track and degradation, 160 px or ``--size``), each is calibrated on its own
+estimates, and the full-label accuracy per degradation and family is printed.
 
 This is a research tool: the variant is patched in here (``wcbench.pose.opencv.track_window``),
 not offered by the estimator. Findings: docs/estimator.md, "Tried and not taken (yet)".
@@ -45,7 +45,7 @@ def pixel_noise(gray: np.ndarray) -> float:
 
 
 def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, round_trip: float,
-                        noise_floor: float = 0.0, preset: str = "medium") -> np.ndarray:
+                        noise_floor: float = 0.0, preset: str = "medium", flow_scale: float = 1.0) -> np.ndarray:
     """(F, N, 2) paths of grid points through the window by DIS flow, round-trip checked. A point
     needs a local std above ``min_std`` and above ``noise_floor`` x the frame's pixel noise."""
     dis = cv2.DISOpticalFlow_create(getattr(cv2, f"DISOPTICAL_FLOW_PRESET_{preset.upper()}"))
@@ -64,11 +64,17 @@ def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, roun
         return cv2.remap(flow, at[:, 0].astype(np.float32), at[:, 1].astype(np.float32), cv2.INTER_LINEAR,
                          borderMode=cv2.BORDER_REPLICATE).reshape(-1, 2)
 
+    def flow(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # computed at flow_scale, in full-size pixels
+        if flow_scale == 1.0:
+            return dis.calc(a, b, None)
+        small = [cv2.resize(g, None, fx=flow_scale, fy=flow_scale, interpolation=cv2.INTER_AREA) for g in (a, b)]
+        return cv2.resize(dis.calc(*small, None), (width, height), interpolation=cv2.INTER_LINEAR) / flow_scale
+
     path, alive = [points], np.ones(len(points), bool)
     for prev, nxt in zip(grays[:-1], grays[1:]):
         here = path[-1]
-        there = here + flow_at(dis.calc(prev, nxt, None), here)
-        home = there + flow_at(dis.calc(nxt, prev, None), there)
+        there = here + flow_at(flow(prev, nxt), here)
+        home = there + flow_at(flow(nxt, prev), there)
         inside = (there >= 0).all(axis=1) & (there[:, 0] < width - 1) & (there[:, 1] < height - 1)
         alive &= inside & (np.linalg.norm(home - here, axis=1) < round_trip)
         path.append(there)
@@ -76,7 +82,7 @@ def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, roun
 
 
 def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: bool, noise_floor: float,
-                     preset: str) -> None:
+                     preset: str, flow_scale: float) -> None:
     """Patch the estimator's tracker: corner tracks plus dense ones."""
 
     def tracks(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks:
@@ -84,7 +90,7 @@ def use_dense_tracks(step: int, min_std: float, round_trip: float, compressed: b
         is_compressed = config.fb_threshold == config.compressed_fb_threshold
         if is_compressed and not compressed:
             return corners
-        dense = dense_window_tracks(grays, step, min_std, round_trip, noise_floor, preset)
+        dense = dense_window_tracks(grays, step, min_std, round_trip, noise_floor, preset, flow_scale)
         return WindowTracks(np.concatenate([corners.path, dense], axis=1), corners.num_detected + dense.shape[1],
                             corners.disagreement)
 
@@ -95,7 +101,7 @@ def _estimate_all(args: tuple[argparse.Namespace | None, CalibrationSpec]) -> li
     variant, spec = args
     if variant is not None:
         use_dense_tracks(variant.step, variant.min_std, variant.round_trip, variant.compressed, variant.noise_floor,
-                         variant.preset)
+                         variant.preset, variant.flow_scale)
     estimator = build_estimator("opencv")
     return [(video.degradation, video.case.family, video.script, estimate_video(estimator, video))
             for video in render_calibration_videos(spec)]
@@ -138,7 +144,7 @@ def dense_cost(args: argparse.Namespace, repeats: int = 3) -> None:
         start = time.process_time()
         for first in range(0, len(grays) - 4, 4):
             dense_window_tracks(grays[first:first + 5], args.step, args.min_std, args.round_trip, args.noise_floor,
-                                args.preset)
+                                args.preset, args.flow_scale)
         best = min(best, time.process_time() - start)
     per_frame = 1e3 * best / (len(grays) - 1)
     print(f"dense tracks at {size[0]}x{size[1]}: {per_frame:.1f} CPU ms a frame (best of {repeats})")
@@ -154,17 +160,19 @@ def main() -> None:
     parser.add_argument("--skip-shipped", action="store_true", help="measure the variant only")
     parser.add_argument("--cost", action="store_true", help="only time the dense tracks at 480x832")
     parser.add_argument("--preset", default="medium", choices=["ultrafast", "fast", "medium"], help="DIS preset")
+    parser.add_argument("--flow-scale", type=float, default=1.0, help="compute the flow on frames scaled by this")
     parser.add_argument("--compressed", action="store_true", help="add dense tracks on video with a coding grid too")
+    parser.add_argument("--size", type=int, default=160, help="frame size of the calibration scenes, px")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     if args.cost:
         dense_cost(args)
         return
-    spec = CalibrationSpec()
+    spec = CalibrationSpec(resolution=(args.size, args.size))
     if not args.skip_shipped:
         report("shipped estimator", estimate_spec(None, spec, args.workers))
-    report(f"with dense tracks (DIS {args.preset}, step {args.step}, min std {args.min_std}, "
-           f"noise floor {args.noise_floor}, "
+    report(f"with dense tracks (DIS {args.preset} at scale {args.flow_scale}, step {args.step}, "
+           f"min std {args.min_std}, noise floor {args.noise_floor}, "
            f"round trip {args.round_trip}, "
            f"{'all video' if args.compressed else 'video without a coding grid'})",
            estimate_spec(args, spec, args.workers))
