@@ -21,8 +21,9 @@ Parts (``--parts``, comma-separated):
   (MPEG-4 part 2; H.264 when ``imageio-ffmpeg`` is installed, whose ffmpeg can encode it): file
   size, decoding CPU per frame, wall and CPU time of the whole command; then the CPU the camera
   estimator and the quality scorer take over the clips, and the wall time of the rest of the
-  main thread's path (imports and scorers; writing the report). Wall time is the target's measure: the
-  benchmark prints beside it the CPU other processes used during the run (0 on an idle machine).
+  main thread's path (imports and scorers; writing the report). Wall time is the target's
+  measure: the benchmark prints beside it the CPU other processes used during the run (0 on an
+  idle machine).
 The machine these figures are taken on may be shared: CPU time (which waiting for a core does
 not add to) stands in for idle wall time, every figure is printed with its ratio to the target,
 the load average is printed too, and the times are best-of-``--repeats``.

@@ -21,6 +21,7 @@ CONF_DIR = Path(__file__).parent / "conf"
 ROLLOUTS = ("clip", "sample")  # sample: G whole videos (the paper's sample-level ablation)
 LOSSES = ("nft", "rwr")        # rwr: reward-weighted regression (the paper's ablation)
 MIXED_PRECISION = ("no", "bf16", "fp16")
+DEVICES = ("auto", "cpu")  # auto: a GPU per process when there are GPUs
 
 
 @dataclass
@@ -137,7 +138,7 @@ class TrainerConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
-        _choice("device", self.device, ("auto", "cpu"))
+        _choice("device", self.device, DEVICES)
         if self.mixed_precision is not None:
             _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         if self.checkpoint_every < 1:
@@ -190,7 +191,7 @@ class TrainConfig:
     device: str = "auto"  # auto: the GPU when there is one | cpu (bitwise reproducible: GPU kernels need not be)
 
     def __post_init__(self) -> None:
-        _choice("train.device", self.device, ("auto", "cpu"))
+        _choice("train.device", self.device, DEVICES)
 
 
 @dataclass

@@ -32,8 +32,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from torch import nn
 
 from wcbench.core.actions import clip_step_actions
-from wcbench.core.storage import write_json
 from wcbench.core.environment import this_process_uses_a_gpu
+from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
 from wcbench.pose import build_estimator
 from wcbench.report.summary import summarize
