@@ -6,8 +6,8 @@
 
 Beside the shipped corner tracks, the variant tracks a regular grid of points (every ``--step``
 px of the working image, where the first frame's local grey-level std exceeds ``--min-std`` and
-``--noise-floor`` times its pixel noise) through each latent window with DIS optical flow
-(``--preset``), frame to frame, keeping points whose forward-backward round trip comes home
+``--noise-floor`` times its pixel noise, the quality scorer's estimate) through each latent
+window with DIS optical flow (``--preset``), frame to frame, keeping points whose forward-backward round trip comes home
 within ``--round-trip`` px; on video with a coding grid only with ``--compressed``. Both
 estimators run on the calibration spec of ``wcbench calibrate --degrade`` (seeds 9000-9005,
 every family, track and degradation, 160 px or ``--size``), each is calibrated on its own
@@ -33,15 +33,8 @@ from wcbench.pose import build_estimator
 from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, MotionCase, calibrate, confusion_report,
                                       estimate_video, render_calibration_videos)
 from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
+from wcbench.scoring.vq_terms import compute_noise_sigma
 from wcbench.data.scenes.families import SCENE_FAMILIES
-
-
-def pixel_noise(gray: np.ndarray) -> float:
-    """Grey-level std of pixel noise: the median absolute response of a filter that cancels smooth
-    image content (Immerkaer's 3x3 Laplacian difference; its noise gain is 6), as a std."""
-    kernel = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
-    response = cv2.filter2D(gray.astype(np.float32), -1, kernel)[1:-1, 1:-1]
-    return float(1.4826 * np.median(np.abs(response)) / 6.0)
 
 
 def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, round_trip: float,
@@ -54,7 +47,7 @@ def dense_window_tracks(grays: list[np.ndarray], step: int, min_std: float, roun
     first = grays[0].astype(np.float32)
     mean = cv2.blur(first, (9, 9))
     std = np.sqrt(np.maximum(cv2.blur(first * first, (9, 9)) - mean * mean, 0.0))
-    floor = max(min_std, noise_floor * pixel_noise(grays[0])) if noise_floor > 0 else min_std
+    floor = max(min_std, noise_floor * compute_noise_sigma(grays[0])) if noise_floor > 0 else min_std
     textured = std[ys.ravel(), xs.ravel()] > floor
     points = np.stack([xs.ravel(), ys.ravel()], axis=1)[textured].astype(np.float64)
     if len(points) == 0:  # nothing textured enough (remap refuses an empty map)
