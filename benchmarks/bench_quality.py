@@ -45,6 +45,7 @@ import cv2
 import numpy as np
 
 from wcbench.core.actions import StepSizes
+from wcbench.core.noise import compute_noise_sigma
 from wcbench.pose.calibration import MotionCase
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup
 from wcbench.scoring import vq_terms
@@ -143,7 +144,7 @@ def bench_costs(sizes: list[tuple[int, int]], repeats: int) -> None:
         n = len(frames)
         every = np.arange(n)
         costs = [best_ms_per_frame(lambda: [vq_terms.compute_blur_effect(g) for g in gray], n, repeats),
-                 best_ms_per_frame(lambda: [vq_terms.compute_noise_sigma(g) for g in gray], n, repeats),
+                 best_ms_per_frame(lambda: [compute_noise_sigma(g) for g in gray], n, repeats),
                  best_ms_per_frame(lambda: [vq_terms.compute_blockiness(g) for g in gray], n, repeats),
                  best_ms_per_frame(lambda: vq_terms.compute_temporal(gray, config.temporal), n, repeats),
                  best_ms_per_frame(lambda: vq_terms.compute_colour_shift(frames, every), n, repeats),

@@ -14,8 +14,8 @@ from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_
 from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
-from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, scale_intrinsics, working_size
-from wcbench.pose.tracking import TrackerConfig, detect_corners, track_window
+from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.tracking import TrackerConfig, detect_corners, track_corners, track_dense, track_window
 from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
 SIZE = 128
@@ -44,7 +44,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "8"
+    assert estimate.units == "parallax" and estimator.version == "9"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -182,6 +182,51 @@ def test_tracks_are_kept_at_every_frame_of_the_window():
     shifts = tracks.path[:, inner, 0] - tracks.first[None, inner, 0]
     np.testing.assert_allclose(np.median(shifts, axis=1), 1.5 * np.arange(5), atol=0.05)
     np.testing.assert_allclose(tracks.path[:, inner, 1] - tracks.first[None, inner, 1], 0.0, atol=0.2)
+
+
+def _sliding_texture(width: int, height: int, shift: tuple[float, float], frames: int = 5, seed: int = 3) -> list:
+    rng = np.random.default_rng(seed)
+    texture = cv2.GaussianBlur(rng.uniform(0, 255, (height, width)).astype(np.float32), (0, 0), 1.5)
+    texture = cv2.normalize(texture, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
+    return [cv2.warpAffine(texture, np.float32([[1, 0, shift[0] * k], [0, 1, shift[1] * k]]), (width, height),
+                           borderMode=cv2.BORDER_REFLECT) for k in range(frames)]
+
+
+@pytest.mark.parametrize("width, height, max_side", [(160, 120, 224), (320, 180, 160)])
+def test_dense_tracks_follow_the_picture_at_any_flow_size(width, height, max_side):
+    """Grid points move with the picture frame by frame; when the flow runs on a shrunk copy,
+    the paths still come back in working-image pixels."""
+    grays = _sliding_texture(width, height, (1.5, -0.75))
+    config = TrackerConfig(dense_max_side=max_side)
+    path = track_dense(grays, config)
+    scale = min(1.0, max_side / width)
+    grid = (height * scale // config.dense_step) * (width * scale // config.dense_step)
+    assert path.shape[0] == 5 and path.shape[1] > 0.5 * grid
+    assert path[0, :, 0].max() > 0.8 * width and path[0, :, 1].max() > 0.8 * height  # working-image px
+    inner = (path[0, :, 0] > 20) & (path[0, :, 0] < width - 30) & (path[0, :, 1] > 20) & (path[0, :, 1] < height - 20)
+    shifts = path[:, inner] - path[0, inner]
+    np.testing.assert_allclose(np.median(shifts, axis=1), np.outer(np.arange(5), [1.5, -0.75]), atol=0.1)
+    # every track of the window: the corners first, then the grid
+    both = track_window(grays, config)
+    assert both.path.shape[1] == track_corners(grays, config).path.shape[1] + path.shape[1]
+
+
+def test_dense_tracks_need_texture_above_the_noise():
+    flat = np.full((96, 128), 120, np.uint8)
+    assert track_dense([flat] * 5, TrackerConfig()).shape == (5, 0, 2)
+    rng = np.random.default_rng(0)
+    noisy = [np.clip(flat + rng.normal(0, 5, flat.shape), 0, 255).astype(np.uint8)] * 5  # a still, noisy picture
+    assert track_dense(noisy, TrackerConfig(dense_noise_floor=0.0)).shape[1] > 0  # the flow would follow the noise
+    assert track_dense(noisy, TrackerConfig()).shape[1] == 0
+    assert track_dense(_sliding_texture(128, 96, (1, 0)), TrackerConfig(dense_step=0)).shape == (5, 0, 2)
+
+
+def test_compressed_video_gets_no_dense_tracks(estimator):
+    frames, _, _ = render("w-1")
+    clean = estimator.tracker_for(prepare_gray(frames, (SIZE, SIZE), contrast_sigma=0.06))
+    jpeg = estimator.tracker_for(prepare_gray(degrade(frames, "jpeg", seed=0), (SIZE, SIZE), contrast_sigma=0.06))
+    assert clean.dense_step > 0 and clean.fb_threshold == TrackerConfig().fb_threshold
+    assert jpeg.dense_step == 0 and jpeg.fb_threshold == TrackerConfig().compressed_fb_threshold
 
 
 def test_translational_flow_points_out_of_the_focus_of_expansion():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.noise import compute_noise_sigma
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import (COMPONENT_NOTES, QualityResult, QualityScorer, available_quality_scorers,
@@ -65,8 +66,8 @@ def test_block_grid_edges_are_not_sharpness(room):
 def test_noise_sigma_recovers_added_noise(room):
     flat = np.full((1, 96, 96), 120, np.uint8)  # grey: the noise is the luma noise
     for sigma in (3, 8):
-        assert vq_terms.compute_noise_sigma(damage(flat, "noise", sigma)[0]) == pytest.approx(sigma, rel=0.2)
-    assert vq_terms.compute_noise_sigma(vq_terms.to_gray(room[:1])[0]) < 0.5
+        assert compute_noise_sigma(damage(flat, "noise", sigma)[0]) == pytest.approx(sigma, rel=0.2)
+    assert compute_noise_sigma(vq_terms.to_gray(room[:1])[0]) < 0.5
 
 
 def test_blockiness_sees_the_grid_not_the_content(room):
@@ -103,7 +104,7 @@ def test_temporal_noise_ignores_texture_and_sees_noise(texture):
     gray = vq_terms.to_gray(texture)
     flicker, noise = vq_terms.compute_temporal(gray)
     assert np.isnan(noise[0]) and np.isnan(flicker[0])
-    spatial = np.mean([vq_terms.compute_noise_sigma(g) for g in gray])
+    spatial = np.mean([compute_noise_sigma(g) for g in gray])
     assert spatial > 3 and np.nanmean(noise) < 0.5  # the texture reads as noise within a frame, not across
     _, noisy = vq_terms.compute_temporal(vq_terms.to_gray(damage(texture, "noise", 3)))
     _, blurred = vq_terms.compute_temporal(vq_terms.to_gray(damage(texture, "blur", 1)))

@@ -4,7 +4,8 @@ Motion is estimated once per latent window (frame 4k-4 -> 4k): actions change on
 latent boundaries, so a window never straddles two actions, and four frames give enough
 parallax to read at small resolutions. Per window:
 
-1. track corners through the window (:mod:`wcbench.pose.tracking`);
+1. track corners through the window, and on video without a coding grid a grid of points too
+   (:mod:`wcbench.pose.tracking`);
 2. fit a rotation-only model (a camera that only turns) and measure the window's
    **parallax**: the rotation-compensated motion of each track at every frame of the window,
    its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
@@ -42,7 +43,9 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 8 counts only the steady part of each track's motion (versions 1-7 took the net
+Version 9 adds the grid of points tracked with dense optical flow beside the corners: more
+tracks on faint, near texture (an open scene's ground), where slow moves and a wobble's
+unsteadiness show. Version 8 counts only the steady part of each track's motion (versions 1-7 took the net
 displacement between the window's first and last frame, so a generated video's wobble, noise
 and compression read as a slow translation, and the calibrated threshold sat above slow moves
 past distant content). Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on
@@ -271,7 +274,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "8"
+    version = "9"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -325,9 +328,12 @@ class OpenCVPoseEstimator:
         return max(self.config.gate_px, self.config.noise_gate * noise)
 
     def tracker_for(self, video: WorkingVideo) -> TrackerConfig:
-        """The tracker settings for a video: on compressed video the looser round-trip check."""
+        """The tracker settings for a video: on compressed video the looser round-trip check and
+        no dense tracks (their flow follows the coding blocks, which stay put as the camera moves)."""
         tracker = self.config.tracker
-        return replace(tracker, fb_threshold=tracker.compressed_fb_threshold) if video.compressed else tracker
+        if not video.compressed:
+            return tracker
+        return replace(tracker, fb_threshold=tracker.compressed_fb_threshold, dense_step=0)
 
     def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray,
                          tracker: TrackerConfig) -> _Correspondences:

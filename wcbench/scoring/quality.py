@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from wcbench.core.noise import compute_noise_sigma
 from wcbench.core.registry import Registry
 from wcbench.scoring import vq_terms
 from wcbench.scoring.hpsv3 import HPSv3Scorer, WorldCompassHPSv3Scorer
@@ -137,7 +138,7 @@ def _spatial_raw(gray: np.ndarray, indices: np.ndarray, block_noise_ratio: float
     """Single-frame measurements of frames ``indices``; NaN elsewhere."""
     raw = {name: np.full(len(gray), np.nan) for name in ("blur_effect", "spatial_noise", "blockiness")}
     for i in indices:
-        noise = vq_terms.compute_noise_sigma(gray[i])
+        noise = compute_noise_sigma(gray[i])
         raw["blur_effect"][i] = vq_terms.compute_blur_effect(gray[i])
         raw["spatial_noise"][i] = noise
         raw["blockiness"][i] = vq_terms.compute_blockiness(gray[i], min_step=max(1.0, block_noise_ratio * noise))

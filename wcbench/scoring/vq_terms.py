@@ -1,13 +1,14 @@
 """Weight-free measurements of the default visual-quality scorer.
 
-Single-frame, at native resolution (blur, noise and blocks are pixel-scale properties):
+Single-frame, at native resolution (blur, noise and blocks are pixel-scale properties; the
+noise estimate, :func:`wcbench.core.noise.compute_noise_sigma`, is shared with the camera
+estimator):
 - ``compute_blur_effect``: perceptual blur of Crete-Roffet et al. (2007), "The blur effect:
   perception and estimation with a new no-reference perceptual blur metric". It re-blurs the
   frame and measures how much of its neighbour-difference energy survives: a sharp frame loses
   a lot (value near 0), an already blurred one loses little (value near 1). Being a ratio, it
   is normalised for content (unlike the raw variance of the Laplacian, which mostly measures
   how much texture a scene has).
-- ``compute_noise_sigma``: Immerkaer's fast noise estimate over the flattest tiles.
 - ``compute_blockiness``: how much the luma steps favour an aligned 8x8 block grid.
 
 Frame to frame (``compute_temporal``): after dense optical flow (DIS) aligns frame t-1 onto
@@ -325,24 +326,6 @@ def compute_colour_shift(frames: np.ndarray, indices: np.ndarray, config: Colour
         du, dv = register_histograms(reference, current)
         shift[i] = (abs(du) + abs(dv)) * 2 * config.span / config.bins
     return shift
-
-
-_NOISE_MASK = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], dtype=np.float32)
-
-
-def compute_noise_sigma(gray: np.ndarray, block: int = 8, quantile: float = 0.1) -> float:
-    """Noise standard deviation (grey levels) of one grayscale frame.
-
-    Immerkaer's estimator (1996): the mask above cancels locally linear image structure, so its
-    mean absolute response over a region is 6 sqrt(2/pi) sigma for white noise of std sigma.
-    Texture and edges also respond, so it is averaged per ``block`` x ``block`` tile and the
-    ``quantile`` of the tiles is kept: the flattest tiles hold mostly noise. Blurring can only
-    lower it, added noise raises every tile."""
-    response = np.abs(cv2.filter2D(np.asarray(gray, dtype=np.float32), -1, _NOISE_MASK,
-                                   borderType=cv2.BORDER_REFLECT))[1:-1, 1:-1]
-    height, width = (response.shape[0] // block) * block, (response.shape[1] // block) * block
-    tiles = response[:height, :width].reshape(height // block, block, width // block, block).mean(axis=(1, 3))
-    return float(np.sqrt(np.pi / 2) / 6 * np.quantile(tiles, quantile))
 
 
 def compute_blockiness(gray: np.ndarray, grid: int = 8, min_step: float = 1.0, cap: float = 8.0) -> float:
