@@ -26,7 +26,7 @@ DEVICES = ("auto", "cpu")  # auto: a GPU per process when there are GPUs
 
 @dataclass
 class RLConfig:
-    steps: int = 450               # with 2 processes: 22-24 min on a 2-core CPU (estimator v8)
+    steps: int = 450               # with 2 processes: 22-24 min on a 2-core CPU (estimator v8 reward)
     groups_per_rank: int = 1       # groups each process rolls out per step (gradients accumulate over them)
     group_size: int = 8            # G candidates of the target clip per group
     rollout: str = "clip"          # clip: shared prefix, n + G clip generations | sample: G * (n + 1) (ablation)
