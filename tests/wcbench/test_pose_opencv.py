@@ -169,27 +169,23 @@ def test_steady_length_keeps_a_steady_motion_and_cancels_wobble():
     assert np.median(geo.steady_length(moving, 0.75)) > 0.9 * 3.0 * np.sqrt(5.0)
 
 
-def test_tracks_are_kept_at_every_frame_of_the_window():
-    rng = np.random.default_rng(3)
-    texture = cv2.GaussianBlur(rng.uniform(0, 255, (120, 160)).astype(np.float32), (0, 0), 1.5)
-    texture = cv2.normalize(texture, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
-    # the picture slides 1.5 px right per frame: every track's path must follow it frame by frame
-    grays = [cv2.warpAffine(texture, np.float32([[1, 0, 1.5 * k], [0, 1, 0]]), (160, 120),
-                            borderMode=cv2.BORDER_REFLECT) for k in range(5)]
-    tracks = track_window(grays, TrackerConfig())
-    assert tracks.path.shape[:2] == (5, len(tracks.first)) and len(tracks.first) > 50
-    inner = (tracks.first[:, 0] > 20) & (tracks.first[:, 0] < 120)
-    shifts = tracks.path[:, inner, 0] - tracks.first[None, inner, 0]
-    np.testing.assert_allclose(np.median(shifts, axis=1), 1.5 * np.arange(5), atol=0.05)
-    np.testing.assert_allclose(tracks.path[:, inner, 1] - tracks.first[None, inner, 1], 0.0, atol=0.2)
-
-
 def _sliding_texture(width: int, height: int, shift: tuple[float, float], frames: int = 5, seed: int = 3) -> list:
     rng = np.random.default_rng(seed)
     texture = cv2.GaussianBlur(rng.uniform(0, 255, (height, width)).astype(np.float32), (0, 0), 1.5)
     texture = cv2.normalize(texture, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
     return [cv2.warpAffine(texture, np.float32([[1, 0, shift[0] * k], [0, 1, shift[1] * k]]), (width, height),
                            borderMode=cv2.BORDER_REFLECT) for k in range(frames)]
+
+
+def test_tracks_are_kept_at_every_frame_of_the_window():
+    # the picture slides 1.5 px right per frame: every track's path must follow it frame by frame
+    grays = _sliding_texture(160, 120, (1.5, 0.0))
+    tracks = track_window(grays, TrackerConfig())
+    assert tracks.path.shape[:2] == (5, len(tracks.first)) and len(tracks.first) > 50
+    inner = (tracks.first[:, 0] > 20) & (tracks.first[:, 0] < 120)
+    shifts = tracks.path[:, inner, 0] - tracks.first[None, inner, 0]
+    np.testing.assert_allclose(np.median(shifts, axis=1), 1.5 * np.arange(5), atol=0.05)
+    np.testing.assert_allclose(tracks.path[:, inner, 1] - tracks.first[None, inner, 1], 0.0, atol=0.2)
 
 
 @pytest.mark.parametrize("width, height, max_side", [(160, 120, 224), (320, 180, 160)])
