@@ -44,7 +44,7 @@ class TrackerConfig:
     dense_min_std: float = 4.0  # local grey-level std a grid point needs (of the contrast-normalised frame) ...
     dense_noise_floor: float = 3.0  # ... and this many times the frame's pixel noise (flow follows noise)
     dense_round_trip: float = 1.0  # forward-backward limit
-    dense_max_side: int = 224  # DIS costs as much as the rest of the estimator at 448 px
+    dense_max_side: int = 224  # the flow and the grid grow with this side; 224 keeps 480x832 video above 50 frames/s
 
 
 @dataclass
