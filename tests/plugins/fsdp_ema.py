@@ -6,6 +6,7 @@ taken without sharding. Run by tests/wctrain/test_accelerate.py:
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -67,3 +68,9 @@ def main(out: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # Even after a clean teardown, about one run in five (on a busy 2-core machine) aborted in the
+    # interpreter's exit, after both ranks had destroyed the group ("terminate called without an
+    # active exception", measured with torch 2.13 CPU): leave without running C++ destructors.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
