@@ -89,6 +89,32 @@ def load_checkpoint(accelerator, run_dir: Path) -> bool:
     return True
 
 
+def check_same_reward_scorers(run_dir: Path, scorers: dict) -> None:
+    """Refuse to resume a run whose rewards came from other scorers (another estimator version
+    or thresholds, another quality scorer, as after upgrading wcbench mid-run): its steps would
+    mix two rewards. ``scorers`` is :meth:`wcbench.scoring.case.Scorers.header`; runs that
+    recorded none (made before wctrain recorded it) are not checked."""
+    config = run_dir / "config.json"
+    if not ((run_dir / "latest").exists() and config.exists()):
+        return
+    recorded = json.loads(config.read_text()).get("reward_scorers")
+    if recorded is None or recorded == scorers:
+        return
+    raise ValueError(f"{run_dir}: cannot resume: its rewards were scored by {describe_scorers(recorded)}, and this "
+                     f"wcbench scores them with {describe_scorers(scorers)}, so its steps would mix two rewards. "
+                     f"Resume it with the wcbench it was started with, or pass a new run_dir.")
+
+
+def describe_scorers(header: dict) -> str:
+    """``estimator opencv v9 (translation 0.00086, rotation 0.283 deg) and quality default v2``."""
+    estimator, quality = header.get("estimator", {}), header.get("quality", {})
+    thresholds = estimator.get("thresholds", {})
+    text = f"estimator {estimator.get('name')} v{estimator.get('version')}"
+    if thresholds:
+        text += f" (translation {thresholds.get('translation'):.5g}, rotation {thresholds.get('rotation_deg'):.3g} deg)"
+    return text + f" and quality {quality.get('name')} v{quality.get('version')}"
+
+
 def truncate_metrics(run_dir: Path, step: int) -> None:
     """Keep only the rows of steps up to ``step`` (atomically)."""
     path = run_dir / "metrics.jsonl"

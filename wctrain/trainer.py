@@ -41,7 +41,8 @@ from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages
-from wctrain.checkpoint import TrainingState, append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
+from wctrain.checkpoint import (TrainingState, append_metrics, check_same_reward_scorers, load_checkpoint,
+                                save_checkpoint, truncate_metrics)
 from wctrain.config import TrainerConfig, to_trainer_config
 from wctrain.curriculum import label_mask, update_label_accuracy
 from wctrain.episodes import sample_episode, step_generator
@@ -75,6 +76,7 @@ class Run:
     sigmas: torch.Tensor
     state: TrainingState
     run_dir: Path
+    reward_scorers: dict    # the header of the scorers the rewards call (wcbench.scoring.case.Scorers)
 
     @property
     def trained(self) -> nn.Module:
@@ -108,9 +110,14 @@ def build_model(cfg: TrainerConfig, accelerator: Any) -> nn.Module:
     return model
 
 
-def build_run_rewards(cfg: TrainerConfig, suite: Suite) -> dict[str, Reward]:
+def reward_scorers(cfg: TrainerConfig) -> Scorers:
+    """The benchmark's scorers the rewards call; their header (estimator name, version and
+    thresholds, quality scorer and version) is recorded with the run and its export."""
+    return Scorers(build_estimator(cfg.reward.estimator), build_quality_scorer(cfg.reward.quality))
+
+
+def build_run_rewards(cfg: TrainerConfig, suite: Suite, scorers: Scorers) -> dict[str, Reward]:
     """The configured rewards, checked against what the curriculum needs."""
-    scorers = Scorers(build_estimator(cfg.reward.estimator), build_quality_scorer(cfg.reward.quality))
     rewards = build_rewards(cfg.reward.funcs, RewardContext(scorers, suite.fov_deg))
     if cfg.rl.uses_curriculum and FOLLOWING not in rewards:
         raise ValueError(f"the label curriculum reads the {FOLLOWING!r} reward: add it to reward.funcs (weight 0 "
@@ -121,7 +128,10 @@ def build_run_rewards(cfg: TrainerConfig, suite: Suite) -> dict[str, Reward]:
 def build_run(cfg: TrainerConfig) -> Run:
     """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite; resumes."""
     suite = load_suite(cfg.suite)
-    rewards = build_run_rewards(cfg, suite)  # bad reward settings fail before the model loads
+    scorers = reward_scorers(cfg)
+    rewards = build_run_rewards(cfg, suite, scorers)  # bad reward settings fail before the model loads
+    run_dir = Path(cfg.run_dir)
+    check_same_reward_scorers(run_dir, scorers.header())  # ... and a resume that would mix two rewards
     # accelerate keeps its settings process-wide: a second train() in one process (a notebook, the
     # tests) would otherwise inherit the first one's mixed precision; the process group stays
     AcceleratorState._reset_state()
@@ -142,12 +152,11 @@ def build_run(cfg: TrainerConfig) -> Run:
     prepared, optimizer = accelerator.prepare(VelocityField(model), optimizer)
     state = TrainingState()
     accelerator.register_for_checkpointing(old, eval_ema, state)
-    run_dir = Path(cfg.run_dir)
     if load_checkpoint(accelerator, run_dir) and accelerator.is_main_process:
         truncate_metrics(run_dir, state.step)
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(run_dir / "config.json", asdict(cfg))
+        write_json(run_dir / "config.json", asdict(cfg) | {"reward_scorers": scorers.header()})
     accelerator.init_trackers("wctrain", config=_flat(asdict(cfg)))
     if cfg.rl.explore > 0 and not supports_exploration(model):
         accelerator.print(f"note: {type(model).__name__} exposes no action_embedding; rollouts explore by the "
@@ -155,7 +164,7 @@ def build_run(cfg: TrainerConfig) -> Run:
     return Run(cfg, accelerator, prepared, optimizer, old, eval_ema, rewards,
                AdvantageConfig(weights=cfg.reward.weight_of, z=cfg.reward.z, top_k=cfg.rl.top_k),
                suite, {c.scene_seed for c in load_suite(cfg.eval.suite).cases},
-               model.default_sigmas().to(accelerator.device), state, run_dir)
+               model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header())
 
 
 def _flat(config: dict, prefix: str = "") -> dict:
@@ -328,6 +337,7 @@ def train(cfg: Any) -> Path:
             status = " ".join(f"{k[7:]} {v:.3f}" for k, v in row.items() if k.startswith("reward_"))
             progress.update(task, advance=1, status=f"{status} loss {loss:.4f}")
     if acc.is_main_process:
-        save_model(run.eval_ema.module, run.run_dir / "final", cfg.model, cfg.model_options)
+        save_model(run.eval_ema.module, run.run_dir / "final", cfg.model, cfg.model_options,
+                   reward_scorers=run.reward_scorers)
     acc.end_training()
     return run.run_dir

@@ -13,6 +13,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from wcbench.pose import build_estimator
+from wcbench.scoring.case import Scorers
+from wcbench.scoring.quality import build_quality_scorer
 from wctrain.cli import load_config, main
 from wctrain.models.tinywm import TinyWM
 from wctrain.trainer import train
@@ -81,7 +84,12 @@ def test_train_runs_logs_and_exports(tiny_init, tmp_path):
     assert [row["step"] for row in rows] == [1, 2] and rows[0]["clip_generations"] == 4
     assert {"reward_following", "reward_quality", "r_mean", "loss", "grad_norm"} <= set(rows[0])
     assert (run / "final" / "config.json").exists() and (run / "final" / "wctrain_model.json").exists()
-    assert json.loads((run / "config.json").read_text())["reward"]["funcs"] == ["following", "quality"]
+    config = json.loads((run / "config.json").read_text())
+    assert config["reward"]["funcs"] == ["following", "quality"]
+    # the run and its export name the scorers its rewards came from: the benchmark's own header
+    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default")).header()
+    assert config["reward_scorers"] == scorers
+    assert json.loads((run / "final" / "wctrain_model.json").read_text())["reward_scorers"] == scorers
     initial = TinyWM.from_pretrained(tiny_init).state_dict()
     assert any(not torch.equal(initial[k], v) for k, v in _weights(run).items())
     exported = TinyWM.from_pretrained(run / "final")  # save_pretrained: wcbench run --model tinywm loads it
@@ -126,6 +134,24 @@ def test_resume_with_other_trained_weights_names_the_checkpoint(tiny_init, tmp_p
     with pytest.raises(ValueError, match=r"step-000001: cannot resume.*rl\.trainable"):
         train(_cfg(run, tiny_init, "rl.steps=2", "rl.trainable=[action_embedding]"))
     assert all(torch.equal(before[k], v) for k, v in _weights(run).items())  # nothing overwritten
+
+
+def test_resume_with_rewards_from_other_scorers_is_refused(tiny_init, tmp_path):
+    """A run started before a wcbench upgrade (here: its config says estimator v1 with another
+    threshold) must not go on with the new scorers: its steps would mix two rewards."""
+    run = tmp_path / "run"
+    train(_cfg(run, tiny_init, "rl.steps=1"))
+    before = _weights(run)
+    config = json.loads((run / "config.json").read_text())
+    config["reward_scorers"]["estimator"].update(version="1", thresholds={"translation": 0.0024, "rotation_deg": 0.3,
+                                                                          "secondary_ratio": 0.3})
+    (run / "config.json").write_text(json.dumps(config))
+    current = build_estimator("opencv").version
+    with pytest.raises(ValueError, match=rf"cannot resume: its rewards were scored by estimator opencv v1 "
+                                         rf"\(translation 0.0024.*scores them with estimator opencv v{current}"):
+        train(_cfg(run, tiny_init, "rl.steps=2"))
+    assert all(torch.equal(before[k], v) for k, v in _weights(run).items())  # nothing overwritten
+    assert json.loads((run / "config.json").read_text()) == config
 
 
 @pytest.mark.slow

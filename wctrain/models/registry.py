@@ -72,16 +72,19 @@ def build_trainable(spec: str, options: dict[str, Any] | None = None) -> nn.Modu
     return check_trainable(model, spec)
 
 
-def save_model(model: nn.Module, folder: Path, spec: str, options: dict[str, Any]) -> None:
-    """Export ``model`` to ``folder`` (see the module doc) with the spec that rebuilds it."""
+def save_model(model: nn.Module, folder: Path, spec: str, options: dict[str, Any],
+               reward_scorers: dict | None = None) -> None:
+    """Export ``model`` to ``folder`` (see the module doc) with the spec that rebuilds it and,
+    for a post-trained model, the scorers its rewards were computed with."""
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(model, ModelMixin):
         model.save_pretrained(folder)
     else:
         save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()},
                   str(folder / STATE_DICT_FILE))
-    write_json(folder / EXPORT_INFO, {"model": spec, "model_options": options,
-                                      "format": "save_pretrained" if isinstance(model, ModelMixin) else "state_dict"})
+    info = {"model": spec, "model_options": options,
+            "format": "save_pretrained" if isinstance(model, ModelMixin) else "state_dict"}
+    write_json(folder / EXPORT_INFO, info | ({"reward_scorers": reward_scorers} if reward_scorers else {}))
 
 
 def load_weights(model: nn.Module, folder: Path) -> None:
