@@ -61,6 +61,10 @@ def main() -> None:
         records = load_records(folder)
         blocks[name] = {track: summarize_group([r for r in records if r.track == track])
                         for track in ("basic", "combined")}
+        missing = [track for track, block in blocks[name].items() if block.get("if_acc") is None]
+        if missing:
+            raise SystemExit(f"{folder}: no scored {' or '.join(missing)} cases (is its `wcbench run` still running, "
+                             f"or did every case fail? `wcbench run` resumes it)")
     base = blocks[runs[0][0]]
     lines = ["| run | combined IF | Δ | basic IF | Δ | combined VQ (95% CI) | basic VQ (95% CI) | trained on |",
              "|---|---|---|---|---|---|---|---|"]
