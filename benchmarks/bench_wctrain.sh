@@ -7,7 +7,7 @@
 #
 #   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan"
 #
-# On a 2-core CPU: each default run 22-24 min of training (2 processes, 450 steps) and
+# On a 2-core CPU: each default run about 25 min of training (2 processes, 450 steps) and
 # 3 min of evaluation; the ablations 100 steps on 1 process (5-9 min each, sample-level
 # 3.5, measured two at a time); tinywan's post-training 450 steps on 2 processes. Rerunning the
 # script skips what is done (a killed training resumes from its last checkpoint).
