@@ -88,12 +88,13 @@ def _lk(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: TrackerCo
 
 
 def _round_trip(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: TrackerConfig, levels: int,
-                guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Track forward and back; keep points that come home within ``fb_threshold`` px."""
+                guess: np.ndarray | None = None, limit: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Track forward and back; keep points that come home within ``limit`` px (default:
+    ``fb_threshold``)."""
     forward, ok_fwd = _lk(prev, nxt, points, config, levels, guess)
     back, ok_back = _lk(nxt, prev, forward, config, levels, points)
     error = np.linalg.norm((back - points).reshape(-1, 2), axis=1)
-    return forward, ok_fwd & ok_back & (error < config.fb_threshold)
+    return forward, ok_fwd & ok_back & (error < (config.fb_threshold if limit is None else limit))
 
 
 def detect_corners(gray: np.ndarray, config: TrackerConfig) -> np.ndarray:
@@ -189,12 +190,10 @@ def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
         flow = _flow_at(dis.calc(small[k], small[k + 1], None), (here + 0.5) / ratio - 0.5)
         start = here.astype(np.float32).reshape(-1, 1, 2)
         guess = (here + flow * ratio).astype(np.float32).reshape(-1, 1, 2)
-        moved, ok = _lk(grays[k], grays[k + 1], start, config, 1, guess)
-        back, ok_back = _lk(grays[k + 1], grays[k], moved, config, 1, start)
+        moved, home = _round_trip(grays[k], grays[k + 1], start, config, 1, guess, config.dense_round_trip)
         there = moved.reshape(-1, 2).astype(np.float64)
         inside = (there >= 0).all(axis=1) & (there[:, 0] < width - 1) & (there[:, 1] < height - 1)
-        home = np.linalg.norm(back.reshape(-1, 2) - here, axis=1) < config.dense_round_trip
-        alive &= inside & ok & ok_back & home
+        alive &= inside & home
         path.append(there)
     return np.stack(path)[:, alive]
 
