@@ -2,7 +2,7 @@
 
 Prints, on held-out synthetic scenes (seeds 7000+, disjoint from the calibration seeds
 9000-9005), one table per scene family (room, open terrain with sky, street): full-label /
-translation / rotation accuracy per transition for each track (basic, combined, car) at each
+translation / rotation accuracy per transition for each track (basic, combined, car, diagonal) at each
 size, clean and under JPEG q30, Gaussian blur sigma 1 and noise sigma 5, and with wobbling
 content (each frame displaced by its own smooth random field, 0.3 px RMS at 160 px, as a
 generated video's content wobbles); a
@@ -15,7 +15,7 @@ and 35; combined and car tracks at 256 px); and frames per second on a 381-frame
 next to the time OpenCV takes only to decode it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--families room terrain street]
-        [--tracks basic combined car] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
+        [--tracks basic combined car diagonal] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
         [--skip synthetic lofo invariance realvid wrong codecs speed] [--option KEY=VALUE ...]
 """
 
@@ -285,7 +285,7 @@ def main() -> None:
                         help="first held-out scene seed (keep clear of calibration's 9000+)")
     parser.add_argument("--steps", type=int, default=12, help="latent steps per script")
     parser.add_argument("--families", nargs="+", default=list(SCENE_FAMILIES), choices=SCENE_FAMILIES)
-    parser.add_argument("--tracks", nargs="+", default=["basic", "combined", "car"],
+    parser.add_argument("--tracks", nargs="+", default=["basic", "combined", "car", "diagonal"],
                         choices=["basic", "combined", "car", "diagonal"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[160, 256],
                         help="square render sizes; every size gets the clean, the three degraded and the wobbling rows")
