@@ -56,7 +56,8 @@ def main() -> None:
     height, width = frames.shape[1:3]
     size = working_size(width, height, config.max_side, config.min_height)
     K_work = scale_intrinsics(K, size[0] / width, size[1] / height)
-    video = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor)
+    video = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor,
+                         config.denoise_above, config.denoise_sigma)
     focal = K_work[0, 0]
     scale = config.robust_px / focal
     windows = latent_windows(len(frames))

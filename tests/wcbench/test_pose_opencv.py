@@ -14,7 +14,8 @@ from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_
 from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
-from wcbench.pose.opencv import OpenCVPoseEstimator, normalize_contrast, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.opencv import (OpenCVPoseEstimator, normalize_contrast, prepare_gray, scale_intrinsics, video_noise,
+                                 working_size)
 from wcbench.pose.tracking import TrackerConfig, detect_corners, track_corners, track_dense, track_window
 from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
@@ -44,7 +45,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "9"
+    assert estimate.units == "parallax" and estimator.version == "10"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -137,6 +138,22 @@ def test_planar_refinement_and_cheirality_recover_a_level_move():
     assert share > 0.95
 
 
+def test_far_points_do_not_outvote_near_ones_on_the_sign():
+    """A step forward and right with most of the view far away: 300 far points (depth 500) whose
+    tiny displacements lean against the motion (noise), 30 near ones (depth 4) that move with it.
+    Counted point by point the far ones would win; weighted by parallax the near ones do."""
+    rng = np.random.default_rng(3)
+    t = np.array([0.5, 0.0, 0.5]) / np.sqrt(0.5)
+    x1 = np.column_stack([rng.uniform(-0.6, 0.6, (330, 2)), np.ones(330)])
+    depth = np.where(np.arange(330) < 30, 4.0, 500.0)
+    flow = geo.translational_flow(x1, t * 0.05)
+    x2 = x1.copy()
+    x2[:, :2] += flow / depth[:, None]
+    x2[30:, :2] -= 3e-4 * flow[30:] / np.linalg.norm(flow[30:], axis=1, keepdims=True)  # far: lean backwards
+    sign, share = geo.cheirality_sign(x1, x2, np.eye(3), t)
+    assert sign == 1 and share < 0.5  # the minority of tracks, by parallax, decides
+
+
 def test_coherent_parallax_ignores_noise_but_not_translation():
     rng = np.random.default_rng(1)
     points = rng.uniform(0, 100, (400, 2))
@@ -223,6 +240,21 @@ def test_compressed_video_gets_no_dense_tracks(estimator):
     jpeg = estimator.tracker_for(prepare_gray(degrade(frames, "jpeg", seed=0), (SIZE, SIZE), contrast_sigma=0.06))
     assert clean.dense_step > 0 and clean.fb_threshold == TrackerConfig().fb_threshold
     assert jpeg.dense_step == 0 and jpeg.fb_threshold == TrackerConfig().compressed_fb_threshold
+
+
+def test_only_noisy_video_is_smoothed_before_tracking():
+    """Pixel noise of sigma 5 (about 2.7 grey levels once gray) is smoothed before tracking; clean,
+    compressed and blurred video (under 1 grey level; real footage 0.6-1.1, generated 0.2) is not."""
+    frames, _, _ = render("w-1")
+    noisy = degrade(frames, "noise", seed=1)
+    kept = prepare_gray(noisy, (SIZE, SIZE), contrast_sigma=0.06)
+    smoothed = prepare_gray(noisy, (SIZE, SIZE), contrast_sigma=0.06, denoise_above=1.5)
+    assert video_noise(kept.plain) > 2.0 and video_noise(smoothed.plain) < 0.5 * video_noise(kept.plain)
+    for video in (frames, degrade(frames, "jpeg", seed=1), degrade(frames, "blur")):
+        plain = prepare_gray(video, (SIZE, SIZE), contrast_sigma=0.06)
+        assert video_noise(plain.plain) < 1.0
+        same = prepare_gray(video, (SIZE, SIZE), contrast_sigma=0.06, denoise_above=1.5)
+        assert all(np.array_equal(a, b) for a, b in zip(plain.tracked, same.tracked))
 
 
 def test_translational_flow_points_out_of_the_focus_of_expansion():

@@ -215,26 +215,19 @@ def pose_from_opencv(R_cv: np.ndarray, t_cv: np.ndarray) -> tuple[np.ndarray, np
 
 
 def cheirality_sign(x1: np.ndarray, x2: np.ndarray, R: np.ndarray, t: np.ndarray) -> tuple[int, float]:
-    """+1 if ``t`` puts most triangulated points in front of both cameras, -1 if ``-t`` does.
+    """+1 if the scene lies in front of the cameras moving by ``t``, -1 if it does for ``-t``.
 
-    Solves ``d1 x1 - d2 (R x2) = t`` for the depths per point (2x2 normal equations); the
-    flipped translation negates both depths. Returns the sign and the winning share.
+    Each track's rotation-compensated displacement is ``translational_flow(x1, t) / Z``, along
+    the flow for points in front (Z > 0). The sign is that of the sum of the displacements
+    projected on the flow: each track votes with its parallax, so far points, whose depth the
+    noise decides, vote with almost nothing. A count of the points triangulated in front (up to
+    version 9) let them outvote the near ones when the view was mostly sky and far hills, and
+    read a step forward and right as backward and left. Returns the sign and the share of
+    tracks that agree with it.
     """
-    y2 = x2 @ R.T
-    a11 = np.einsum("ni,ni->n", x1, x1)
-    a12 = -np.einsum("ni,ni->n", x1, y2)
-    a22 = np.einsum("ni,ni->n", y2, y2)
-    r1 = x1 @ t
-    r2 = -(y2 @ t)
-    det = a11 * a22 - a12 * a12
-    ok = det > 1e-12
-    det = np.where(ok, det, 1.0)
-    d1 = (a22 * r1 - a12 * r2) / det
-    d2 = (a11 * r2 - a12 * r1) / det
-    front = np.count_nonzero(ok & (d1 > 0) & (d2 > 0))
-    behind = np.count_nonzero(ok & (d1 < 0) & (d2 < 0))
-    total = max(int(np.count_nonzero(ok)), 1)
-    return (1, front / total) if front >= behind else (-1, behind / total)
+    vote = np.einsum("ni,ni->n", compensated_displacement(x1, x2, R), translational_flow(x1, t))
+    sign = 1 if vote.sum() >= 0 else -1
+    return sign, float(np.mean(sign * vote > 0)) if len(vote) else 0.0
 
 
 # ---------------------------------------------------------------- 4-DoF refinement

@@ -29,7 +29,8 @@ parallax to read at small resolutions. Per window:
    rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
 4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
    plane (rejects the ground-plane twin; the action model moves along the camera's axes,
-   so a pitched camera that moves forward also rises or sinks), the sign from cheirality;
+   so a pitched camera that moves forward also rises or sinks), the sign from the tracks'
+   parallax along the flow the translation predicts;
 5. the window's relative pose: the chosen rotation and a translation whose direction is the
    refined one and whose **length is the window's explained parallax** in normalised image units
    (pixels / focal length), spread evenly over the window's four transitions. ``units`` is ``"parallax"``: a per-frame
@@ -43,22 +44,23 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 9 adds the grid of points tracked with dense optical flow beside the corners: more
-tracks on faint, near texture (an open scene's ground), where slow moves and a wobble's
-unsteadiness show. Version 8 counts only the steady part of each track's motion (versions 1-7 took the net
-displacement between the window's first and last frame, so a generated video's wobble, noise
-and compression read as a slow translation, and the calibrated threshold sat above slow moves
-past distant content). Version 7 keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on
-video with a coding grid: there the near, fast-moving texture failed the stricter check, so
-compressed forward moves read short. Version 6 counts only the parallax a translation
-explains (version 5 counted every residual of the rotation-only fit, so a generated video's
-wobbling content read as moving while turning). Version 5 measures the parallax as a high
-quantile over the tracks (versions 1-4: the median, which half a frame of sky pulled to zero,
-so open scenes read "not moving") and reports it as the translation length (version 4
-reported the median parallax of the 4-DoF fit, which reads a forward move three times
-shorter than a sideways one at the same speed). Version 4 keeps the
-translation level in each window's own camera frame; version 3 added the contrast
-normalisation.
+Version 10 smooths noisy video before tracking and weights the sign vote of the translation by
+each track's parallax (:func:`geometry.cheirality_sign`). Version 9 adds the grid of points
+tracked with dense optical flow beside the corners: more tracks on faint, near texture (an open
+scene's ground), where slow moves and a wobble's unsteadiness show. Version 8 counts only the
+steady part of each track's motion (versions 1-7 took the net displacement between the window's
+first and last frame, so a generated video's wobble, noise and compression read as a slow
+translation, and the calibrated threshold sat above slow moves past distant content). Version 7
+keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on video with a
+coding grid: there the near, fast-moving texture failed the stricter check, so compressed
+forward moves read short. Version 6 counts only the parallax a translation explains (version 5
+counted every residual of the rotation-only fit, so a generated video's wobbling content read as
+moving while turning). Version 5 measures the parallax as a high quantile over the tracks
+(versions 1-4: the median, which half a frame of sky pulled to zero, so open scenes read "not
+moving") and reports it as the translation length (version 4 reported the median parallax of the
+4-DoF fit, which reads a forward move three times shorter than a sideways one at the same
+speed). Version 4 keeps the translation level in each window's own camera frame; version 3 added
+the contrast normalisation.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ import cv2
 import numpy as np
 
 from wcbench.core.actions import Thresholds
+from wcbench.core.noise import compute_noise_sigma
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import (
     PoseEstimate,
@@ -96,6 +99,8 @@ class OpenCVEstimatorConfig:
     use_deblock: bool = True  # smooth compression-block edges when a coding grid is found
     contrast_sigma: float = 0.06  # local contrast normalisation scale (x the short side; 0: off)
     contrast_floor: float = 8.0  # grey levels of local std below which texture is not amplified further
+    denoise_above: float = 1.5  # pixel noise (grey levels) above which frames are smoothed before tracking ...
+    denoise_sigma: float = 1.0  # ... by a Gaussian of this many px (native resolution)
     parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
     parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
     unexplained_weight: float = 2.0  # the share a translation explains: sqrt(1 - (this x left by 4-DoF / total)^2)
@@ -207,23 +212,37 @@ class WorkingVideo:
 
 
 def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
-                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0) -> WorkingVideo:
+                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0,
+                 denoise_above: float = 0.0, denoise_sigma: float = 1.0) -> WorkingVideo:
     """Grayscale frames at the working size; compression blocks are smoothed at the native
-    resolution first when a coding grid is found. With ``contrast_sigma`` > 0, the tracked
-    frames have their local contrast normalised (:func:`normalize_contrast`), except on video
-    with a coding grid, whose faint texture is mostly what the codec left and would be
-    amplified with it."""
+    resolution first when a coding grid is found, and pixel noise (a Gaussian of
+    ``denoise_sigma`` px) when the video's noise (:func:`video_noise`) exceeds ``denoise_above``
+    grey levels (0: never). With ``contrast_sigma`` > 0, the tracked frames have their local
+    contrast normalised (:func:`normalize_contrast`), except on video with a coding grid, whose
+    faint texture is mostly what the codec left and would be amplified with it."""
     grays = [to_gray(frame) for frame in frames]
     grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
     enhance = contrast_sigma > 0 and not grid.is_blocky
+    # the contrast normalisation lifts noise with faint texture: corners and grid points then
+    # follow the noise, and a slow move in a pale room fell under the noise-raised gate
+    denoise = 0 < denoise_above < video_noise(grays) and not grid.is_blocky
     plain = []
     for gray in grays:
         gray = deblock(gray, grid)
+        if denoise:
+            gray = cv2.GaussianBlur(gray, (0, 0), denoise_sigma)
         if (gray.shape[1], gray.shape[0]) != size:
             gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
         plain.append(gray)
     tracked = [normalize_contrast(gray, contrast_sigma, contrast_floor) for gray in plain] if enhance else plain
     return WorkingVideo(plain, tracked, grid.is_blocky)
+
+
+def video_noise(grays: list[np.ndarray], samples: int = 8) -> float:
+    """Pixel noise of a grayscale video (grey levels): the median of
+    :func:`~wcbench.core.noise.compute_noise_sigma` over up to ``samples`` frames spread over it."""
+    picks = grays[:: max(1, len(grays) // samples)][:samples]
+    return float(np.median([compute_noise_sigma(gray) for gray in picks]))
 
 
 # ---------------------------------------------------------------- per-window pieces
@@ -274,7 +293,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "9"
+    version = "10"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -297,7 +316,7 @@ class OpenCVPoseEstimator:
         size = working_size(width, height, self.config.max_side, self.config.min_height)
         K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
         video = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
-                             self.config.contrast_floor)
+                             self.config.contrast_floor, self.config.denoise_above, self.config.denoise_sigma)
         motions = self.estimate_windows(video, K_work)
         estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
                                       [m.confidence for m in motions])
