@@ -16,7 +16,14 @@ from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import (OpenCVPoseEstimator, normalize_contrast, prepare_gray, scale_intrinsics, video_noise,
                                  working_size)
-from wcbench.pose.tracking import TrackerConfig, detect_corners, track_corners, track_dense, track_window
+from wcbench.pose.tracking import (
+    TrackerConfig,
+    _direct_retrack,
+    detect_corners,
+    track_corners,
+    track_dense,
+    track_window,
+)
 from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
 SIZE = 128
@@ -45,7 +52,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "10"
+    assert estimate.units == "parallax" and estimator.version == "11"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -232,6 +239,22 @@ def test_dense_tracks_need_texture_above_the_noise():
     assert track_dense(noisy, TrackerConfig(dense_noise_floor=0.0)).shape[1] > 0  # the flow would follow the noise
     assert track_dense(noisy, TrackerConfig()).shape[1] == 0
     assert track_dense(_sliding_texture(128, 96, (1, 0)), TrackerConfig(dense_step=0)).shape == (5, 0, 2)
+
+
+def test_dense_tracks_end_where_a_direct_retrack_lands():
+    """Grid points get the corners' direct first-to-last check: their paths end where a track
+    straight from the first frame lands, and a chain that ended elsewhere is measured as such."""
+    grays = _sliding_texture(160, 120, (1.5, -0.75))
+    config = TrackerConfig()
+    path = track_dense(grays, config)
+    start = path[0].astype(np.float32).reshape(-1, 1, 2)
+    direct, came_home, gap = _direct_retrack(grays, start, path[-1].astype(np.float32).reshape(-1, 1, 2), config)
+    assert came_home.all()
+    np.testing.assert_allclose(direct.reshape(-1, 2), path[-1], atol=1e-3)
+    drifted = path[-1] + np.where(np.arange(len(start))[:, None] % 2 == 0, 2.0, 0.0)  # every other chain 2 px off
+    _, _, gap = _direct_retrack(grays, start, drifted.astype(np.float32).reshape(-1, 1, 2), config)
+    np.testing.assert_allclose(gap[::2], 2.0 * np.sqrt(2), atol=1e-3)
+    assert (gap[1::2] < 1e-3).all() and (gap[::2] > config.refine_agreement).all()
 
 
 def test_compressed_video_gets_no_dense_tracks(estimator):
