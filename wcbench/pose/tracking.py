@@ -134,9 +134,9 @@ def track_corners(grays: list[np.ndarray], config: TrackerConfig) -> WindowTrack
     #    fails, keep the chain (fast turns lose long-gap matches) refined by a seeded re-track.
     if len(grays) > 2:
         origin = history[0]
-        direct, is_direct, gap = _direct_retrack(grays, origin, points, config)
+        direct, is_direct, gap = direct_retrack(grays, origin, points, config)
         keep = ~is_direct | (gap < config.refine_agreement)
-        points = np.where(is_direct[:, None, None], direct, points)
+        points = np.where(is_direct[:, None, None], direct.reshape(-1, 1, 2), points)
         seeded = ~is_direct
         if seeded.any():
             refined, is_refined = _round_trip(grays[0], grays[-1], origin[seeded], config, config.max_level,
@@ -152,7 +152,23 @@ def track_corners(grays: list[np.ndarray], config: TrackerConfig) -> WindowTrack
 
 
 def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
-    """(F, N, 2) paths (working-image px) of grid points through the window.
+    """(F, N, 2) paths (working-image px) of grid points through the window: :func:`chain_dense`,
+    then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`, estimator
+    version 11): a point is kept only where it comes home and lands within ``refine_agreement``
+    px of the chain's end, and ends where the direct re-track lands. Stricter than the corners'
+    rule (which keeps a chain whose direct re-track fails): grid points are plentiful, and half of
+    those the check drops had drifted over 1 px by the window's end, against 8 % of those it
+    keeps (clean terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
+    path = chain_dense(grays, config)
+    if len(grays) < 3 or path.shape[1] == 0:
+        return path
+    direct, is_direct, gap = direct_retrack(grays, path[0], path[-1], config)
+    path[-1] = direct
+    return path[:, is_direct & (gap < config.refine_agreement)]
+
+
+def chain_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
+    """(F, N, 2) paths (working-image px) of grid points chained hop by hop through the window.
 
     Grid points every ``dense_step`` px of the flow image (the frames shrunk to a long side of
     at most ``dense_max_side``) whose local grey-level std (9x9) there exceeds both
@@ -161,9 +177,7 @@ def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
     guesses where a point went, and Lucas-Kanade at the working size refines the guess and
     tracks it back: a point is kept while it comes home within ``dense_round_trip`` px. The flow
     alone was a few per cent off on smooth texture (more on shrunk frames) and was fooled by a
-    plain sky's banding; the refinement puts the points where the corner tracks would. Last, as
-    for the corners, a direct first-to-last re-track: a point is kept only where it comes home
-    and lands within ``refine_agreement`` px of the chain's end (estimator version 11)."""
+    plain sky's banding; the refinement puts the points where the corner tracks would."""
     if config.dense_step <= 0 or len(grays) < 2:
         return np.zeros((len(grays), 0, 2))
     height, width = grays[0].shape
@@ -196,27 +210,20 @@ def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
         inside = (there >= 0).all(axis=1) & (there[:, 0] < width - 1) & (there[:, 1] < height - 1)
         alive &= inside & home
         path.append(there)
-    path = np.stack(path)[:, alive]
-    if len(grays) > 2 and path.shape[1]:
-        # the corners' independent check, stricter: grid points are plentiful, and half of those
-        # whose direct re-track fails or lands elsewhere had drifted over 1 px by the window's end
-        # (8 % of the rest; clean terrain and street renders at 160 px, against the true motion)
-        start = path[0].astype(np.float32).reshape(-1, 1, 2)
-        direct, is_direct, gap = _direct_retrack(grays, start, path[-1].astype(np.float32).reshape(-1, 1, 2), config)
-        path[-1] = direct.reshape(-1, 2)
-        path = path[:, is_direct & (gap < config.refine_agreement)]
-    return path
+    return np.stack(path)[:, alive]
 
 
-def _direct_retrack(grays: list[np.ndarray], origin: np.ndarray, chained: np.ndarray,
-                    config: TrackerConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Track ``origin`` (N, 1, 2) straight from the window's first frame to its last, with a round
-    trip: (where it lands, whether it came home, its distance in px from the chained end
-    ``chained``). Unseeded, it is independent of the chain: where both come home but disagree,
-    the chain has drifted or stuck to something that does not move with the scene."""
-    direct, is_direct = _round_trip(grays[0], grays[-1], origin, config, config.max_level)
-    gap = np.linalg.norm((direct - chained).reshape(-1, 2), axis=1)
-    return direct, is_direct, gap
+def direct_retrack(grays: list[np.ndarray], origin: np.ndarray, chained: np.ndarray,
+                   config: TrackerConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Track ``origin`` (N, 2) straight from the window's first frame to its last, with a round
+    trip: (where it lands (N, 2), whether it came home (N,), its distance in px from the chained
+    end ``chained`` (N,)). Unseeded, it is independent of the chain: where both come home but
+    disagree, the chain has drifted or stuck to something that does not move with the scene."""
+    chained = chained.reshape(-1, 2)
+    start = origin.astype(np.float32).reshape(-1, 1, 2)
+    direct, is_direct = _round_trip(grays[0], grays[-1], start, config, config.max_level)
+    direct = direct.reshape(-1, 2).astype(chained.dtype)
+    return direct, is_direct, np.linalg.norm(direct - chained, axis=1)
 
 
 def _flow_at(flow: np.ndarray, points: np.ndarray) -> np.ndarray:
