@@ -229,7 +229,7 @@ def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = 
     enhance = contrast_sigma > 0 and not grid.is_blocky
     # the contrast normalisation lifts noise with faint texture: corners and grid points then
     # follow the noise, and a slow move in a pale room fell under the noise-raised gate
-    denoise = 0 < denoise_above < video_noise(grays) and not grid.is_blocky
+    denoise = not grid.is_blocky and 0 < denoise_above < video_noise(grays)  # no noise estimate on compressed video
     plain = []
     for gray in grays:
         gray = deblock(gray, grid)
