@@ -499,7 +499,7 @@ class OpenCVPoseEstimator:
         unexplained_px = self.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
         parallax = match.coherent_px * geo.explained_share(unexplained_px, match.rotation_px,
                                                             config.unexplained_weight)
-        if match.dense:
+        if match.dense and config.level_weight > 0:
             parallax = max(parallax, self.level_parallax(match, R_level, K, unexplained_px))
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the
         # explained parallax either way; the calibrated threshold, not the gate, labels it
