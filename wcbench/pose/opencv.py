@@ -25,9 +25,6 @@ parallax to read at small resolutions. Per window:
    scales it by ``sqrt(1 - (2 u / r)^2)``. A translation leaves almost nothing across its
    epipolar lines; content that warps without the camera translating (a generated video's
    wobble) leaves about half, and then nothing counts (:func:`geometry.explained_share`);
-   on video with dense tracks, the same steady statistic of what the 4-DoF fit's rotation
-   leaves counts too (:meth:`OpenCVPoseEstimator.level_parallax`): where the ground in view
-   lies in one depth band, the rotation-only fit absorbs a sideways step as a turn;
 3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
    rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
 4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
@@ -47,9 +44,6 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 12 lets the 4-DoF fit's rotation decide too, on video with dense tracks: open terrain
-pitched up at the sky, its ground in one depth band, read sideways steps as turns (held-out
-terrain diagonal moves, clean 160 px: 0.931 -> 0.958, 256 px 0.951 -> 0.993).
 Version 11 drops the dense grid points whose direct first-to-last re-track fails or lands over
 1 px from their chain (the check the corners always had; :func:`tracking.track_dense`): half of
 them had drifted by over a pixel, and they turned diagonal moves 20 degrees towards an axis
@@ -114,8 +108,6 @@ class OpenCVEstimatorConfig:
     parallax_quantile: float = 0.85  # the window's parallax: this quantile of the tracks' coherent parallax ...
     parallax_neighbours: int = 20  # ... each the median residual of this many nearest tracks
     unexplained_weight: float = 2.0  # the share a translation explains: sqrt(1 - (this x left by 4-DoF / total)^2)
-    level_weight: float = 0.8  # on video with dense tracks, the 4-DoF fit's steady parallax counts at this weight ...
-    level_unexplained_weight: float = 4.0  # ... and with this weight in its explained share
     unsteady_weight: float = 0.75  # a track's parallax: sqrt(|net|^2 - this x its wander), see geometry.steady_length
     gate_px: float = 0.45  # coherent parallax above which a window translated, px ...
     noise_gate: float = 2.0  # ... or above this many times the video's tracking noise, if larger
@@ -151,8 +143,6 @@ class _Correspondences:
     coherent_px: float  # the window's steady parallax left by the rotation-only fit (see steady_parallax)
     rotation_px: float  # the same statistic without the aperture weighting (what the 4-DoF fit's rest is put against)
     inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
-    tensors: np.ndarray | None  # structure tensors at the tracks (aperture weighting)
-    dense: bool  # the tracks include the dense grid (video without a coding grid)
     R_essential: np.ndarray | None
     t_essential: np.ndarray | None
 
@@ -307,7 +297,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "12"
+    version = "11"
     units = "parallax"
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
@@ -380,8 +370,7 @@ class OpenCVPoseEstimator:
         x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
         inside = self.inside_tracks(tracks, window[0].shape)
         if len(x1) < self.config.min_tracks:
-            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, 0.0, inside, None, tracker.dense_step > 0,
-                                    None, None)
+            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, 0.0, inside, None, None)
         focal = K[0, 0]
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
@@ -389,8 +378,7 @@ class OpenCVPoseEstimator:
         coherent_px = self.steady_parallax(tracks, x1, R_rot, K, tensors, inside)
         rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
         R_e, t_e = _essential_pose(tracks, K, self.config)
-        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, tensors,
-                                tracker.dense_step > 0, R_e, t_e)
+        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e)
 
     def steady_parallax(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
                         tensors: np.ndarray, inside: np.ndarray) -> float:
@@ -467,25 +455,6 @@ class OpenCVPoseEstimator:
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
         return R, sign * t_dir, inliers, residuals
 
-    def level_parallax(self, match: _Correspondences, R_level: np.ndarray, K: np.ndarray,
-                       unexplained_px: float) -> float:
-        """The steady parallax (px) the 4-DoF fit's rotation leaves, weighted by ``level_weight``
-        and by the share a translation explains (weight ``level_unexplained_weight``).
-
-        The rotation-only fit follows the majority of the tracks: where the ground in view lies
-        in one depth band, a sideways step moves it as a turn would, the fit absorbs the step and
-        leaves parallax only on a thin strip of far content, too few tracks for the window's
-        quantile. The 4-DoF fit separates the turn from the step, and what its rotation leaves is
-        the step. Only on video with dense tracks: with corners alone (compressed video) the
-        tracks may span too little depth, and there a pure turn is explained as well by a
-        slightly wrong turn plus a sideways step."""
-        config = self.config
-        share = geo.explained_share(unexplained_px, match.rotation_px, config.level_unexplained_weight)
-        if share == 0.0:
-            return 0.0
-        steady = self.steady_parallax(match.tracks, match.x1, R_level, K, match.tensors, match.inside)
-        return config.level_weight * steady * share
-
     def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float) -> WindowMotion:
         config = self.config
         num_tracks = len(match.x1)
@@ -499,8 +468,6 @@ class OpenCVPoseEstimator:
         unexplained_px = self.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
         parallax = match.coherent_px * geo.explained_share(unexplained_px, match.rotation_px,
                                                             config.unexplained_weight)
-        if match.dense and config.level_weight > 0:
-            parallax = max(parallax, self.level_parallax(match, R_level, K, unexplained_px))
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the
         # explained parallax either way; the calibrated threshold, not the gate, labels it
         is_moving = parallax > gate
