@@ -7,7 +7,7 @@ For held-out scenes (seeds 7000 on), every ``--every``-th latent window: each tr
 the window's last frame against where the scene point under its first position truly goes (the
 renderer's depth and the camera's true motion). Prints, per family, the share of tracks more than
 1 px off and the median error, for the corners and for the grid points, and the grid points
-split by the direct first-to-last check (:func:`wcbench.pose.tracking.track_dense`): those it
+split by the direct first-to-last check (:func:`wcbench.pose.tracking.dense_direct_check`): those it
 keeps and those it drops. Tracks on the sky (no depth) are left out.
 """
 
@@ -24,7 +24,7 @@ from wcbench.pose import build_estimator
 from wcbench.pose.base import latent_windows
 from wcbench.pose.calibration import CalibrationSpec, motion_case
 from wcbench.pose.opencv import prepare_gray, working_size
-from wcbench.pose.tracking import chain_dense, direct_retrack, track_corners
+from wcbench.pose.tracking import chain_dense, dense_direct_check, track_corners
 
 from bench_estimator import HELD_OUT_SEED  # the held-out scenes the estimator's tables use
 
@@ -76,8 +76,7 @@ def measure(family: str, track: str, size: int, seeds: range, every: int) -> dic
             chained = chain_dense(grays, tracker)
             if chained.shape[1] == 0:
                 continue
-            direct, came_home, gap = direct_retrack(grays, chained[0], chained[-1], tracker)
-            keep = came_home & (gap < tracker.refine_agreement)
+            direct, keep = dense_direct_check(grays, chained, tracker)
             errors["grid"] += list(off(chained))
             errors["grid kept"] += list(off(np.stack([chained[0][keep], direct[keep]])))
             errors["grid dropped"] += list(off(chained[:, ~keep]))

@@ -162,9 +162,18 @@ def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
     path = chain_dense(grays, config)
     if len(grays) < 3 or path.shape[1] == 0:
         return path
-    direct, is_direct, gap = direct_retrack(grays, path[0], path[-1], config)
+    direct, keep = dense_direct_check(grays, path, config)
     path[-1] = direct
-    return path[:, is_direct & (gap < config.refine_agreement)]
+    return path[:, keep]
+
+
+def dense_direct_check(grays: list[np.ndarray], path: np.ndarray,
+                       config: TrackerConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The grid points' direct check on chained ``path`` (F, N, 2): where each point's direct
+    first-to-last re-track lands (N, 2), and whether the point is kept (N,): it came home and
+    landed within ``refine_agreement`` px of the chain's end."""
+    direct, is_direct, gap = direct_retrack(grays, path[0], path[-1], config)
+    return direct, is_direct & (gap < config.refine_agreement)
 
 
 def chain_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
