@@ -53,9 +53,9 @@ def window_rows(case_file: Path) -> list[dict]:
     for index, ((first, _), match) in enumerate(zip(windows, matches)):
         if len(match.x1) < config.min_tracks:
             continue
+        v11 = estimator._window_motion(match, K, gate).coherent_px
         R_level, t_dir, _, sampson = estimator._level_motion(match, config.robust_px / focal)
         unexplained = estimator.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
-        v11 = match.coherent_px * geo.explained_share(unexplained, match.rotation_px, config.unexplained_weight)
         tensors = _structure_at(video.tracked[first], match.tracks.first, config.tracker.win_size)
         level = estimator.steady_parallax(match.tracks, match.x1, R_level, K, tensors, match.inside)
         candidate = CANDIDATE_SCALE * level * geo.explained_share(unexplained, match.rotation_px, CANDIDATE_WEIGHT)
