@@ -29,7 +29,7 @@ from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
 from wcbench.pose.calibration import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
-from wcbench.pose.opencv import _even_subset, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.opencv import _even_subset
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES
 
 
@@ -53,11 +53,7 @@ def main() -> None:
     frames = degrade(frames, args.degrade, seed=args.seed % 1000)
     hits = accuracy(estimator.estimate(frames, K=K), actions, estimator.thresholds)[:, 0]
 
-    height, width = frames.shape[1:3]
-    size = working_size(width, height, config.max_side, config.min_height)
-    K_work = scale_intrinsics(K, size[0] / width, size[1] / height)
-    video = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor,
-                         config.denoise_above, config.denoise_sigma)
+    video, K_work = estimator.working_video(frames, K=K)
     focal = K_work[0, 0]
     scale = config.robust_px / focal
     windows = latent_windows(len(frames))

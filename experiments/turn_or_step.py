@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.core.actions import NUM_ROTATION, ROTATION_LABELS, intrinsics_from_fov
+from wcbench.core.actions import NUM_ROTATION, ROTATION_LABELS
 from wcbench.core.video import read_video
 from wcbench.pose import build_estimator
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import latent_windows
-from wcbench.pose.opencv import _structure_at, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.opencv import _structure_at
 
 CANDIDATE_SCALE, CANDIDATE_WEIGHT = 0.8, 4.0  # the version 12 candidate's two weights
 
@@ -38,11 +38,7 @@ def window_rows(case_file: Path) -> list[dict]:
     frames = read_video(case_file.parent.parent / record["video"])
     estimator = build_estimator("opencv")
     config = estimator.config
-    height, width = frames.shape[1:3]
-    size = working_size(width, height, config.max_side, config.min_height)
-    K = scale_intrinsics(intrinsics_from_fov(width, height, record["fov_deg"]), size[0] / width, size[1] / height)
-    video = prepare_gray(frames, size, config.use_deblock, config.contrast_sigma, config.contrast_floor,
-                         config.denoise_above, config.denoise_sigma)
+    video, K = estimator.working_video(frames, fov_deg=record["fov_deg"])
     tracker = estimator.tracker_for(video)
     windows = latent_windows(len(video.tracked))
     matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K, tracker)

@@ -314,18 +314,25 @@ class OpenCVPoseEstimator:
     def estimate(self, frames: np.ndarray, K: np.ndarray | None = None,
                  fov_deg: float | None = None) -> PoseEstimate:
         """Per-frame poses (units ``parallax``, see the module doc) and confidences."""
+        video, K_work = self.working_video(frames, K, fov_deg)
+        motions = self.estimate_windows(video, K_work)
+        num_frames = len(video.plain)
+        estimate = poses_from_windows(num_frames, latent_windows(num_frames), [m.rel for m in motions],
+                                      [m.confidence for m in motions])
+        estimate.units = self.units
+        return estimate
+
+    def working_video(self, frames: np.ndarray, K: np.ndarray | None = None,
+                      fov_deg: float | None = None) -> tuple[WorkingVideo, np.ndarray]:
+        """The frames as the estimator tracks them (:func:`prepare_gray` at the working size)
+        and the intrinsics at that size."""
         frames = check_frames(frames)
         height, width = frames.shape[1:3]
         K_full = resolve_intrinsics(width, height, K, fov_deg)
         size = working_size(width, height, self.config.max_side, self.config.min_height)
-        K_work = scale_intrinsics(K_full, size[0] / width, size[1] / height)
         video = prepare_gray(frames, size, self.config.use_deblock, self.config.contrast_sigma,
                              self.config.contrast_floor, self.config.denoise_above, self.config.denoise_sigma)
-        motions = self.estimate_windows(video, K_work)
-        estimate = poses_from_windows(len(frames), latent_windows(len(frames)), [m.rel for m in motions],
-                                      [m.confidence for m in motions])
-        estimate.units = self.units
-        return estimate
+        return video, scale_intrinsics(K_full, size[0] / width, size[1] / height)
 
     def estimate_windows(self, video: WorkingVideo, K: np.ndarray) -> list[WindowMotion]:
         """Window motions of a working-size video, one per :func:`latent_windows`."""
