@@ -23,7 +23,6 @@ from wcbench.data.scenes.synthetic import build_scene, depth_map
 from wcbench.pose import build_estimator
 from wcbench.pose.base import latent_windows
 from wcbench.pose.calibration import CalibrationSpec, motion_case
-from wcbench.pose.opencv import prepare_gray, working_size
 from wcbench.pose.tracking import chain_dense, dense_direct_check, track_corners
 
 from bench_estimator import HELD_OUT_SEED  # the held-out scenes the estimator's tables use
@@ -51,15 +50,12 @@ def true_end(points: np.ndarray, depth: np.ndarray, K: np.ndarray, rel: np.ndarr
 def measure(family: str, track: str, size: int, seeds: range, every: int) -> dict[str, list[float]]:
     """Errors (px) of each kind of track over the family's held-out scenes."""
     estimator = build_estimator("opencv")
-    config = estimator.config
     errors: dict[str, list[float]] = {"corners": [], "grid": [], "grid kept": [], "grid dropped": []}
     for seed in seeds:
         case = motion_case(family, seed, track, 12, 0, CalibrationSpec(static_steps=0))
         frames, K, poses = case.render(size, size)
         scene = build_scene(seed, poses[:, :3, 3], family=family)
-        video = prepare_gray(frames, working_size(size, size, config.max_side, config.min_height),
-                             config.use_deblock, config.contrast_sigma, config.contrast_floor,
-                             config.denoise_above, config.denoise_sigma)
+        video, _ = estimator.working_video(frames, K=K)
         tracker = estimator.tracker_for(video)
         for index, (first, last) in enumerate(latent_windows(len(frames))):
             if index % every:
