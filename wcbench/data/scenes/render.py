@@ -2,8 +2,11 @@
 ground plane to the horizon and an optional sky (with distant mountains) at infinite depth.
 
 A :class:`Scene` is pure data (built by :mod:`wcbench.data.scenes.families`); :func:`render` draws
-it from any camera pose. Textures are sampled trilinearly from the scene's mip-mapped atlas
-(:mod:`wcbench.data.scenes.textures`), so distant surfaces do not shimmer.
+it from any camera pose, at any time (in frames): content that moves on its own
+(:mod:`wcbench.data.scenes.dynamic`: movers, rippling water, drifting clouds) is drawn where it
+is at that time, and :func:`render_layers` also says which pixels show it. Textures are sampled
+trilinearly from the scene's mip-mapped atlas (:mod:`wcbench.data.scenes.textures`), so distant
+surfaces do not shimmer. A scene without dynamics renders the same pixels at every time.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wcbench.data.scenes.dynamic import Dynamics
 from wcbench.data.scenes.textures import TEXTURE_SIZE, mip_level, sample_atlas
 
 RENDERER_VERSION = 2  # bump whenever rendered pixels change (2: camera-frame translation)
@@ -76,10 +80,17 @@ class Scene:
     sky: Sky | None = None
     fog_distance: float = 40.0
     fog_colour: tuple[float, float, float] = (150.0, 150.0, 150.0)
+    dynamics: Dynamics = field(default_factory=Dynamics)
 
-    def render(self, c2w: np.ndarray, K: np.ndarray, width: int, height: int) -> np.ndarray:
-        """Render one (height, width, 3) uint8 frame from a camera-to-world pose."""
-        return render(self, c2w, K, width, height)
+    def render(self, c2w: np.ndarray, K: np.ndarray, width: int, height: int, time: float = 0.0) -> np.ndarray:
+        """Render one (height, width, 3) uint8 frame from a camera-to-world pose at ``time`` (frames)."""
+        return render(self, c2w, K, width, height, time)
+
+    def boxes_at(self, time: float) -> list[Box]:
+        """The static boxes, then every mover's boxes where they are at ``time``."""
+        moving = [Box(lo, hi, texture, tile) for mover in self.dynamics.movers
+                  for lo, hi, texture, tile in mover.boxes_at(time)]
+        return self.boxes + moving if moving else self.boxes
 
 
 def _face_uv(points: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,16 +135,24 @@ def _nearest_box_hits(boxes: list[Box], origin: np.ndarray, dirs: np.ndarray) ->
     return best_t, best_axis, best_box
 
 
-def _surface_colour(scene: Scene, origin: np.ndarray, dirs: np.ndarray, t: np.ndarray, axis: np.ndarray,
-                    box: np.ndarray, focal: float) -> np.ndarray:
+def _surface_colour(scene: Scene, boxes: list[Box], origin: np.ndarray, dirs: np.ndarray, t: np.ndarray,
+                    axis: np.ndarray, box: np.ndarray, focal: float, time: float = 0.0) -> np.ndarray:
     """Shaded, fogged RGB of rays that hit a surface; ``box`` -1 marks the ground plane."""
     on_ground = box < 0
-    boxes = scene.boxes
     ground = scene.ground
     tiles = np.array([b.tile for b in boxes] + [ground.tile if ground else 1.0])[box]
     tex_index = np.array([b.texture for b in boxes] + [ground.texture if ground else 0])[box]
     points = origin + dirs * t[:, None]
     u_w, v_w = _face_uv(points, axis)
+    dry = on_ground
+    for pond in scene.dynamics.ponds:  # water: its own texture, rippling with time
+        wet = on_ground & pond.contains(points)
+        if wet.any():
+            du, dv = pond.ripple(points[wet], time)
+            u_w[wet] += du
+            v_w[wet] += dv
+            tex_index[wet], tiles[wet] = pond.texture, pond.tile
+            dry = dry & ~wet
     u_t = np.mod(u_w / tiles, 1.0)
     v_t = np.mod(v_w / tiles, 1.0)
     ray_len = np.linalg.norm(dirs, axis=1) * t
@@ -143,9 +162,8 @@ def _surface_colour(scene: Scene, origin: np.ndarray, dirs: np.ndarray, t: np.nd
     slant_floor = np.where(on_ground, 0.02, 0.2)
     footprint = ray_len / focal / tiles * TEXTURE_SIZE / np.maximum(normal_cos, slant_floor)
     colour = sample_atlas(scene.atlas, u_t, v_t, tex_index, mip_level(footprint))
-    if ground is not None and ground.detail is not None and on_ground.any():
-        colour[on_ground] = 0.5 * (colour[on_ground] + _ground_detail(scene, ground, points[on_ground],
-                                                                         footprint[on_ground] * tiles[on_ground]))
+    if ground is not None and ground.detail is not None and dry.any():
+        colour[dry] = 0.5 * (colour[dry] + _ground_detail(scene, ground, points[dry], footprint[dry] * tiles[dry]))
     normals = np.zeros((len(dirs), 3))
     normals[np.arange(len(dirs)), axis] = 1.0
     shade = 0.55 + 0.45 * np.abs(normals @ _LIGHT)
@@ -175,7 +193,7 @@ def ridge_elevation(sky: Sky, azimuth: np.ndarray) -> np.ndarray:
     return np.maximum(ridge, 0.0)
 
 
-def _sky_colour(scene: Scene, dirs: np.ndarray, focal: float) -> np.ndarray:
+def _sky_colour(scene: Scene, dirs: np.ndarray, focal: float, time: float = 0.0) -> np.ndarray:
     """RGB of rays that hit nothing: they see infinitely far, so only their direction counts."""
     sky = scene.sky
     unit = dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
@@ -190,7 +208,9 @@ def _sky_colour(scene: Scene, dirs: np.ndarray, focal: float) -> np.ndarray:
     footprint = TEXTURE_SIZE * repeats / (2 * np.pi * focal) / np.maximum(np.cos(elevation), 0.2)
     level = mip_level(footprint)
     if sky.cloudiness > 0:
-        clouds = sample_atlas(scene.atlas, u, v, np.full(len(u), sky.cloud_texture), level)[:, 0] / 255.0
+        drift = scene.dynamics.cloud_drift * time
+        u_clouds = np.mod(u + drift / (2 * np.pi) * repeats, 1.0) if drift else u
+        clouds = sample_atlas(scene.atlas, u_clouds, v, np.full(len(u), sky.cloud_texture), level)[:, 0] / 255.0
         weight = sky.cloudiness * np.clip(2.0 * clouds - 0.6, 0.0, 1.0) * np.clip(elevation / 0.05, 0.0, 1.0)
         colour = (1 - weight)[:, None] * colour + weight[:, None] * 245.0
     ridge = ridge_elevation(sky, azimuth)
@@ -214,7 +234,8 @@ class _Rays:
     box: np.ndarray  # index of the box hit; -1 for the ground plane
 
 
-def _cast(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int) -> _Rays:
+def _cast(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int,
+          boxes: list[Box] | None = None) -> _Rays:
     # 1. one ray per pixel centre, in world coordinates
     u, v = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
     pix = np.stack([u, v, np.ones_like(u)], axis=-1).reshape(-1, 3)
@@ -222,7 +243,7 @@ def _cast(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int)
     dirs = dirs_cam @ c2w[:3, :3].T
     origin = c2w[:3, 3]
     # 2. nearest hit: boxes, then the ground plane in front of them
-    best_t, best_axis, best_box = _nearest_box_hits(scene.boxes, origin, dirs)
+    best_t, best_axis, best_box = _nearest_box_hits(scene.boxes if boxes is None else boxes, origin, dirs)
     if scene.ground is not None:
         down = dirs[:, 1] > 1e-12
         t_ground = np.where(down, (scene.ground.y - origin[1]) / np.where(down, dirs[:, 1], 1.0), np.inf)
@@ -236,21 +257,38 @@ def depth_map(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: 
     return _cast(scene, c2w, K, width, height).t.reshape(height, width)
 
 
-def render(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Ray-cast ``scene`` from pose ``c2w`` with intrinsics ``K``; returns uint8 RGB."""
-    rays = _cast(scene, c2w, K, width, height)
+def render_layers(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int,
+                  time: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Ray-cast ``scene`` from pose ``c2w`` with intrinsics ``K`` at ``time`` (frames): uint8 RGB
+    and a (height, width) bool mask of the pixels that show content moving on its own (movers,
+    water, clouds)."""
+    boxes = scene.boxes_at(time)
+    rays = _cast(scene, c2w, K, width, height, boxes)
     # 3. surfaces: texture, shading and fog; rays that hit nothing see the sky
     is_hit = np.isfinite(rays.t)
     rgb = np.zeros((len(rays.dirs), 3))
-    rgb[is_hit] = _surface_colour(scene, rays.origin, rays.dirs[is_hit], rays.t[is_hit], rays.axis[is_hit],
-                                  rays.box[is_hit], K[0, 0])
+    rgb[is_hit] = _surface_colour(scene, boxes, rays.origin, rays.dirs[is_hit], rays.t[is_hit], rays.axis[is_hit],
+                                  rays.box[is_hit], K[0, 0], time)
     if not is_hit.all():
         if scene.sky is None:
             raise ValueError(f"scene {scene.seed} ({scene.family}) leaves rays unhit but has no sky")
-        rgb[~is_hit] = _sky_colour(scene, rays.dirs[~is_hit], K[0, 0])
-    return np.clip(rgb, 0, 255).astype(np.uint8).reshape(height, width, 3)
+        rgb[~is_hit] = _sky_colour(scene, rays.dirs[~is_hit], K[0, 0], time)
+    moving = rays.box >= len(scene.boxes)
+    dynamics = scene.dynamics
+    if dynamics.ponds and is_hit.any():
+        points = rays.origin + rays.dirs * np.where(is_hit, rays.t, 0.0)[:, None]
+        for pond in dynamics.ponds:
+            moving |= (rays.box < 0) & is_hit & pond.contains(points)
+    if dynamics.cloud_drift and scene.sky is not None and scene.sky.cloudiness > 0:
+        moving |= ~is_hit  # drifting clouds: the sky moves on its own
+    return np.clip(rgb, 0, 255).astype(np.uint8).reshape(height, width, 3), moving.reshape(height, width)
+
+
+def render(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int, time: float = 0.0) -> np.ndarray:
+    """Ray-cast ``scene`` from pose ``c2w`` with intrinsics ``K`` at ``time``; returns uint8 RGB."""
+    return render_layers(scene, c2w, K, width, height, time)[0]
 
 
 def render_frames(scene: Scene, poses: np.ndarray, K: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Render a (T, H, W, 3) uint8 video along per-frame camera-to-world poses."""
-    return np.stack([render(scene, pose, K, width, height) for pose in poses])
+    """Render a (T, H, W, 3) uint8 video along per-frame camera-to-world poses (frame i at time i)."""
+    return np.stack([render(scene, pose, K, width, height, float(i)) for i, pose in enumerate(poses)])

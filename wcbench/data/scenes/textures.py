@@ -90,6 +90,13 @@ def atlas_pyramid(textures: list[np.ndarray]) -> list[np.ndarray]:
     return levels
 
 
+def extend_atlas(atlas: list[np.ndarray], textures: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+    """``atlas`` with ``textures`` appended, and the index of the first of them."""
+    first = atlas[0].shape[0] // (TEXTURE_SIZE + 2 * _PAD)
+    extra = atlas_pyramid(textures)
+    return [np.ascontiguousarray(np.concatenate([old, new], axis=0)) for old, new in zip(atlas, extra)], first
+
+
 def mip_level(footprint: np.ndarray) -> np.ndarray:
     """Mip level (fractional) for a pixel footprint measured in level-0 texels."""
     return np.clip(np.log2(np.maximum(footprint, 1e-6)), 0, MIP_LEVELS - 1)
