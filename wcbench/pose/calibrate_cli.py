@@ -15,8 +15,8 @@ from wcbench.core.actions import StepSizes
 from wcbench.core.terminal import progress_bar
 from wcbench.pose import build_estimator
 from wcbench.pose.base import save_estimator_thresholds
-from wcbench.pose.calibration import (DEGRADATIONS, CalibrationSpec, calibrate, calibration_record, confusion_report,
-                                      estimate_video, render_calibration_videos)
+from wcbench.pose.calibration import (CALIBRATION_STRESSORS, DEGRADATIONS, CalibrationSpec, calibrate,
+                                      calibration_record, confusion_report, estimate_video, render_calibration_videos)
 from wcbench.data.scenes.families import SCENE_FAMILIES
 
 
@@ -45,7 +45,8 @@ def run_calibration(args: argparse.Namespace, console: Console) -> int:
         return 2
     spec = CalibrationSpec(seeds=tuple(range(args.seed, args.seed + args.scenes)), steps=StepSizes(),
                            resolution=tuple(args.resolution), families=families,
-                           degradations=DEGRADATIONS if args.degrade else ("clean",))
+                           degradations=DEGRADATIONS if args.degrade else ("clean",),
+                           stressors=CALIBRATION_STRESSORS if args.stressors else ())
     total = spec.num_videos
     estimates, scripts = [], []
     with progress_bar() as progress:

@@ -13,7 +13,7 @@ only, never on the scenes you report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Sequence
 
 import cv2
@@ -38,6 +38,8 @@ from wcbench.core.actions import (
 from wcbench.pose.base import PoseEstimate
 from wcbench.data.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
 from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
+from wcbench.data.scenes.render import render_layers
+from wcbench.data.scenes.stressors import Stressors, add_dynamics, composite_overlay, correlated_wobble, roll_jitter
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 
 # "warp": the content wobbles from frame to frame, as a generated video's does
@@ -98,7 +100,15 @@ def _warp(frames: np.ndarray, rng: np.random.Generator, settings: DegradationSet
 
 # ---------------------------------------------------------------- motion cases (calibration and validation)
 
-CASE_TRACKS = ("basic", "combined", "diagonal", "car")
+# What generated video carries, as `wcbench calibrate --stressors` adds it (clean renders, one
+# camera per scene): still cameras before movers, moving cameras among them, burnt-in overlays and
+# a smooth wobble. The held-out plaza family and other seeds carry them in validation.
+CALIBRATION_STRESSORS: tuple[tuple[str, Stressors], ...] = (
+    ("still", Stressors(movers="medium")), ("still", Stressors(movers="dense")),
+    ("combined", Stressors(movers="medium")), ("combined", Stressors(overlay="hud")),
+    ("combined", Stressors(overlay="subtitles")), ("combined", Stressors(wobble_px=0.5)),
+)
+CASE_TRACKS = ("basic", "combined", "diagonal", "car", "still", "fastturn")
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ class CalibrationSpec:
     speed 0.5-2x, start pitch +-8 deg), the step scale index picking the draw."""
 
     seeds: tuple[int, ...] = tuple(range(9000, 9006))  # as `wcbench calibrate`; suites and benchmarks use others
-    tracks: tuple[str, ...] = CASE_TRACKS  # see case_script
+    tracks: tuple[str, ...] = ("basic", "combined", "diagonal", "car")  # see motion_case
     families: tuple[str, ...] = SCENE_FAMILIES
     num_steps: int = 8  # latent steps of motion per script (a standing-still step is added)
     step_scales: tuple[float, ...] = (0.75, 1.0, 1.5)  # multiples of ``steps`` (rooms)
@@ -119,10 +129,24 @@ class CalibrationSpec:
     fov_deg: float = 75.0
     degradations: tuple[str, ...] = DEGRADATIONS  # thresholds must hold on degraded video too
     static_steps: int = 1
+    stressors: tuple[tuple[str, Stressors], ...] = ()  # (track, stressors) pairs rendered besides, clean
 
     @property
     def num_videos(self) -> int:
-        return len(self.families) * len(self.seeds) * len(self.tracks) * len(self.step_scales) * len(self.degradations)
+        plain = len(self.families) * len(self.seeds) * len(self.tracks) * len(self.step_scales) * len(self.degradations)
+        return plain + len(self.families) * len(self.seeds) * len(self.stressors)
+
+
+@dataclass
+class RenderedCase:
+    """A motion case's video with what it shows: true poses, and per frame the pixels that move
+    on their own (movers, water, clouds) and the pixels a burnt-in overlay covers."""
+
+    frames: np.ndarray  # (T, H, W, 3) uint8
+    K: np.ndarray
+    poses: np.ndarray  # (T, 4, 4) true camera-to-world poses (roll jitter included)
+    moving: np.ndarray  # (T, H, W) bool
+    overlay: np.ndarray  # (H, W) bool
 
 
 @dataclass(frozen=True)
@@ -136,19 +160,40 @@ class MotionCase:
     steps: StepSizes
     fov_deg: float
     start_pitch_deg: float = 0.0
+    stressors: Stressors = Stressors()
 
     def poses(self) -> np.ndarray:
-        """Per-frame camera-to-world poses (the start may be pitched: it moves the horizon)."""
+        """Per-frame camera-to-world poses as commanded (the start may be pitched: it moves the horizon)."""
         start = np.eye(4)
         start[:3, :3] = camera_rotation(0.0, self.start_pitch_deg)
         return start[None] @ script_trajectory(parse_script(self.script), self.steps)
 
     def render(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(frames, K, poses) at ``width`` x ``height``."""
-        poses = self.poses()
+        """(frames, K, true poses) at ``width`` x ``height``."""
+        if self.stressors.is_none:  # the plain renderer: the same pixels as before stressors existed
+            poses = self.poses()
+            K = intrinsics_from_fov(width, height, self.fov_deg)
+            scene = build_scene(self.seed, poses[:, :3, 3], family=self.family)
+            return render_frames(scene, poses, K, width, height), K, poses
+        rendered = self.render_layers(width, height)
+        return rendered.frames, rendered.K, rendered.poses
+
+    def render_layers(self, width: int, height: int) -> RenderedCase:
+        """The video with its stressors (:class:`~wcbench.data.scenes.stressors.Stressors`) and
+        the masks of what moves on its own and what the overlay covers."""
+        stressors = self.stressors
+        commanded = self.poses()
+        poses = roll_jitter(commanded, stressors.roll_deg, self.seed)
         K = intrinsics_from_fov(width, height, self.fov_deg)
         scene = build_scene(self.seed, poses[:, :3, 3], family=self.family)
-        return render_frames(scene, poses, K, width, height), K, poses
+        scene = add_dynamics(scene, stressors, commanded, self.fov_deg, self.seed)
+        layers = [render_layers(scene, pose, K, width, height, float(i)) for i, pose in enumerate(poses)]
+        frames = np.stack([rgb for rgb, _ in layers])
+        moving = np.stack([mask for _, mask in layers])
+        frames = correlated_wobble(frames, stressors.wobble_px, self.seed)
+        actions = [Action()] + parse_script(self.script).frame_actions()
+        frames, overlay = composite_overlay(frames, stressors.overlay, actions, self.seed)
+        return RenderedCase(frames, K, poses, moving, overlay)
 
 
 @dataclass
@@ -217,7 +262,9 @@ def motion_case(family: str, seed: int, track: str, num_steps: int, scale_index:
     ``track``: ``basic`` and ``combined`` as the suites make them; ``diagonal`` commands two
     axes of one kind at once (``w+d``, ``left+up``; without it nothing would bound the
     secondary-axis ratio from above); ``car`` drives forward at twice the speed while yawing
-    1-3 deg per frame (real driving footage turns like that)."""
+    1-3 deg per frame (real driving footage turns like that), ``fastturn`` likewise at 2-3 deg per
+    frame; ``still`` stands still (what moves then is the scene's own content, see
+    :class:`~wcbench.data.scenes.stressors.Stressors`)."""
     if track not in CASE_TRACKS:
         raise ValueError(f"unknown calibration track {track!r}; known: {', '.join(CASE_TRACKS)}")
     if family == "room":
@@ -226,9 +273,11 @@ def motion_case(family: str, seed: int, track: str, num_steps: int, scale_index:
         camera = camera_setup(family, seed, scale_index)
     steps = StepSizes(spec.steps.translation * camera.step_scale, spec.steps.degrees * camera.step_scale)
     rng = np.random.default_rng([seed, CASE_TRACKS.index(track), scale_index])
-    if track == "car":
-        steps = StepSizes(2.0 * steps.translation, float(rng.uniform(1.0, 3.0)))
+    if track in ("car", "fastturn"):
+        steps = StepSizes(2.0 * steps.translation, float(rng.uniform(*((1.0, 3.0) if track == "car" else (2.0, 3.0)))))
         script = car_script(rng, num_steps)
+    elif track == "still":
+        script = f"none-{num_steps}"
     elif track == "diagonal":
         script = diagonal_script(rng, num_steps, steps.degrees)
     else:
@@ -255,6 +304,10 @@ def render_calibration_videos(spec: CalibrationSpec = CalibrationSpec()) -> Iter
                     clean, K, poses = case.render(width, height)
                     for kind in spec.degradations:
                         yield CalibrationVideo(degrade(clean, kind, seed=seed), case, K, poses, kind)
+            for track, stressors in spec.stressors:
+                case = replace(motion_case(family, seed, track, spec.num_steps, 0, spec), stressors=stressors)
+                frames, K, poses = case.render(width, height)
+                yield CalibrationVideo(frames, case, K, poses, "clean")
 
 
 # ---------------------------------------------------------------- motion per transition
@@ -477,6 +530,7 @@ def calibration_record(estimator, spec: CalibrationSpec, result: CalibrationResu
         "num_steps": spec.num_steps,
         "step_scales": list(spec.step_scales), "steps": [spec.steps.translation, spec.steps.degrees],
         "resolution": list(spec.resolution), "fov_deg": spec.fov_deg, "degradations": list(spec.degradations),
+        "stressors": [f"{track}:{stressors.label}" for track, stressors in spec.stressors],
         "transitions": result.num_transitions,
         "plateaus": {name: [getattr(result, name).low, getattr(result, name).high, getattr(result, name).accuracy]
                      for name in ("translation", "rotation", "secondary_ratio")},

@@ -12,6 +12,10 @@ depth range, texture contrast:
 - ``street``: two rows of buildings along a street that runs 100-250 units ahead, the sky
   between them, kerb-side poles; some seeds are a long indoor corridor instead.
 
+One more family, ``plaza`` (a paved town square closed by buildings on every side, a fountain,
+benches, lamp posts and planters), is held out: no calibration and no suite uses it, so the
+estimator's validation has a family it was never tuned on (:data:`HELD_OUT_FAMILIES`).
+
 Every builder takes the camera positions the scene must leave free (``keep_free``) and keeps
 every object ``clearance`` away from them, so a camera never enters an object. Camera height,
 texture contrast, sky, haze and object layout vary with the seed; the field of view and speed
@@ -35,7 +39,9 @@ from wcbench.data.scenes.textures import (
     periodic_noise,
 )
 
-SCENE_FAMILIES = ("room", "terrain", "street")
+SCENE_FAMILIES = ("room", "terrain", "street")  # what suites and calibration draw from
+HELD_OUT_FAMILIES = ("plaza",)  # validation only
+ALL_FAMILIES = SCENE_FAMILIES + HELD_OUT_FAMILIES
 
 
 def _keep_free_points(keep_free: np.ndarray | None) -> np.ndarray:
@@ -260,16 +266,78 @@ def _kerb_objects(rng: np.random.Generator, points: np.ndarray, left: float, rig
     return boxes
 
 
+# ---------------------------------------------------------------- town squares (held out)
+
+_PAVING = ("checkered", "brick", "speckled")
+
+
+def build_plaza(seed: int, keep_free: np.ndarray | None = None, clearance: float = 0.9) -> Scene:
+    """A paved square 20-50 units across, closed by buildings on every side, with a fountain,
+    benches, lamp posts, planters with trees; sky above."""
+    rng = np.random.default_rng([seed, ALL_FAMILIES.index("plaza")])
+    points = _keep_free_points(keep_free)
+    contrast = float(rng.uniform(0.4, 1.0))
+    palette = str(rng.choice(list(PALETTES)))
+    textures = [make_texture(rng, str(rng.choice(_PAVING)), "stone", contrast), _grey_texture(rng, 2.2),
+                make_texture(rng, "marble", "stone", 0.6), make_texture(rng, "gravel", "earth", 1.2)]
+    for _ in range(5):
+        textures.append(make_texture(rng, str(rng.choice(MATERIALS)), palette, float(rng.uniform(0.5, 1.0))))
+    sky, sky_words = _sky(rng, 1, 2, has_mountains=False)
+    camera_height = float(rng.uniform(1.3, 1.9))
+    ground_y = points[:, 1].max() + camera_height
+    centre = points.mean(axis=0)
+    half = rng.uniform(10.0, 25.0, 2) + np.ptp(points[:, [0, 2]], axis=0) / 2
+    boxes: list[Box] = []
+    # 1. buildings on the four sides of the square
+    for axis, other in ((0, 2), (2, 0)):
+        for side in (-1, 1):
+            edge = centre[axis] + side * half[0 if axis == 0 else 1]
+            along = -half[1 if axis == 0 else 0] - 15.0
+            while along < half[1 if axis == 0 else 0] + 15.0:
+                length, depth = float(rng.uniform(6.0, 16.0)), float(rng.uniform(6.0, 12.0))
+                top = ground_y - rng.uniform(6.0, 22.0)
+                lo, hi = np.zeros(3), np.zeros(3)
+                lo[axis], hi[axis] = sorted((edge, edge + side * depth))
+                lo[other], hi[other] = centre[other] + along, centre[other] + along + length
+                lo[1], hi[1] = top, ground_y
+                if _is_clear(points, lo, hi, clearance):
+                    boxes.append(Box(lo, hi, texture=int(rng.integers(4, len(textures))),
+                                     tile=float(rng.uniform(1.5, 3.5))))
+                along += length + float(rng.uniform(0.0, 2.0))
+    # 2. furniture: a fountain, benches, lamp posts, planters with trees
+    def place(size: np.ndarray, height: float, texture: int) -> None:
+        for _ in range(20):
+            spot = centre + np.array([rng.uniform(-0.9, 0.9) * half[0], 0.0, rng.uniform(-0.9, 0.9) * half[1]])
+            lo = np.array([spot[0] - size[0] / 2, ground_y - height, spot[2] - size[1] / 2])
+            hi = np.array([spot[0] + size[0] / 2, ground_y, spot[2] + size[1] / 2])
+            if _is_clear(points, lo, hi, clearance):
+                boxes.append(Box(lo, hi, texture=texture, tile=float(rng.uniform(0.5, 1.5))))
+                return
+
+    place(rng.uniform(3.0, 6.0, 2), float(rng.uniform(0.6, 1.0)), 2)  # fountain basin
+    for _ in range(int(rng.integers(4, 9))):
+        place(np.array([rng.uniform(1.2, 2.0), 0.5]), 0.5, int(rng.integers(4, len(textures))))  # benches
+    for _ in range(int(rng.integers(4, 10))):
+        place(np.array([0.2, 0.2]), float(rng.uniform(3.0, 4.5)), 2)  # lamp posts
+    for _ in range(int(rng.integers(3, 7))):
+        place(rng.uniform(1.0, 2.0, 2), float(rng.uniform(0.5, 0.9)), 3)  # planters
+    caption = f"a paved town square under a {sky_words} sky, with a fountain, benches and lamp posts"
+    return Scene(seed=seed, boxes=boxes, caption=caption, atlas=atlas_pyramid(textures), palette=palette,
+                 family="plaza", ground=Ground(ground_y, texture=0, tile=float(rng.uniform(1.0, 2.5)), detail=3,
+                                               detail_tile=float(rng.uniform(2.0, 4.0))), sky=sky,
+                 fog_distance=float(rng.uniform(80.0, 250.0)), fog_colour=sky.horizon)
+
+
 # ---------------------------------------------------------------- dispatch and per-seed cameras
 
-_BUILDERS = {"room": build_room, "terrain": build_terrain, "street": build_street}
+_BUILDERS = {"room": build_room, "terrain": build_terrain, "street": build_street, "plaza": build_plaza}
 
 
 def build_family_scene(family: str, seed: int, keep_free: np.ndarray | None = None,
                        clearance: float = 0.9) -> Scene:
-    """Build a scene of ``family`` (one of :data:`SCENE_FAMILIES`) from ``seed``."""
+    """Build a scene of ``family`` (one of :data:`ALL_FAMILIES`) from ``seed``."""
     if family not in _BUILDERS:
-        raise ValueError(f"unknown scene family {family!r}; known: {', '.join(SCENE_FAMILIES)}")
+        raise ValueError(f"unknown scene family {family!r}; known: {', '.join(ALL_FAMILIES)}")
     return _BUILDERS[family](seed, keep_free, clearance)
 
 
@@ -289,6 +357,6 @@ def camera_setup(family: str, seed: int, variant: int = 0) -> CameraSetup:
     same scene. Rooms keep the suites' 75 deg, 1x, level."""
     if family == "room":
         return CameraSetup(75.0, 1.0, 0.0)
-    rng = np.random.default_rng([seed, SCENE_FAMILIES.index(family), 7, variant])
+    rng = np.random.default_rng([seed, ALL_FAMILIES.index(family), 7, variant])
     return CameraSetup(float(rng.uniform(60.0, 90.0)), float(np.exp(rng.uniform(np.log(0.5), np.log(2.0)))),
                        float(rng.uniform(-8.0, 8.0)))
