@@ -32,6 +32,10 @@ from wcbench.models.plugin import parse_model_args
 from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir, require_folder
 from wcbench.scoring.record import load_records
 
+MASK_HELP = ("a burnt-in overlay (keyboard HUD, watermark) to leave out of camera tracking: an image whose nonzero "
+             "pixels cover it, or rectangles x,y,w,h;... in the video's pixels (overlays that stay put while the "
+             "picture moves are found without it; docs/estimator.md)")
+
 # Each command imports its own modules when it runs: together they load pandas, matplotlib, OpenCV,
 # SciPy and hydra (1.6 s on 2 CPU cores; `wcbench --help` takes 0.26 s without them).
 
@@ -141,7 +145,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out_dir = _check_out(args.out)
     accelerator = _launcher(cfg.device)
     options = model_options(cfg, args.model_args)
-    run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s)
+    run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s,
+                    mask=_checked_mask(args.mask))
     scorers = build_scorers(cfg)
     model = build_model(args.model, include_paths=args.include_path or (), **options)
     header = run_header(suite, run, scorers)
@@ -168,6 +173,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         speed = interactivity(records, reports_speed=getattr(model, "reports_speed", True))
         _print_interactivity(args.model, speed, getattr(model, "reports_speed", True))
         return _finish(out_dir, header, {"interactivity": speed})
+
+
+def _checked_mask(spec: str | None) -> str | None:
+    """``--mask`` after checking that it reads (a UsageError naming the problem), an image's
+    path made absolute (the header records it; a resumed run may start elsewhere)."""
+    from wcbench.pose.overlay import IMAGE_SUFFIXES, MaskError, UserMask
+
+    if not spec:
+        return None
+    try:
+        UserMask(spec, Path.cwd()).check()
+    except MaskError as err:
+        raise UsageError(f"--mask: {err}") from None
+    return str(Path(spec).absolute()) if Path(spec).suffix.lower() in IMAGE_SUFFIXES else spec
 
 
 @contextmanager
@@ -220,13 +239,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     rows = read_manifest(manifest)
     suite = manifest_suite(rows, manifest, args.suite)
     model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
-    header = score_header(manifest, scorers, model_name, suite)
+    mask = _checked_mask(args.mask)
+    header = score_header(manifest, scorers, model_name, suite, mask)
     with _claim(out_dir, header):
         with progress_bar() as progress:
             task = progress.add_task("scoring", total=len(rows))
             score_manifest(manifest, out_dir, scorers, suite,
-                           on_case=lambda record: progress.update(task, advance=1,
-                                                                  description=f"scored {record.id}"))
+                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record.id}"),
+                           mask=mask)
         return _finish(out_dir, header)
 
 
@@ -333,12 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=0,
                    help="run only the first N cases (a smoke test; rerun without --limit into the same --out to "
                         "finish the suite)")
+    p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score videos made elsewhere, listed in a manifest",
                        description="Score every row of a CSV/JSONL manifest (columns id, video, actions; optional "
-                                   "prompt, fov_deg, step_translation, step_degrees). A bad row fails only its case. "
+                                   "prompt, fov_deg, step_translation, step_degrees, mask). A bad row fails only its "
+                                   "case. "
                                    "A manifest from `wcbench export` names its suite: its rows are checked against "
                                    "the suite, and the results folder can be submitted to the suite's leaderboard. "
                                    "A rerun into the same --out skips rows already scored from the same video.")
@@ -350,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", default=None,
                    help="the suite's YAML file, when the manifest's suite is not built in (or to check a "
                         "manifest without suite columns against a suite)")
+    p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_score)
 
@@ -379,6 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="render size of the calibration videos (default: 160 160)")
     p.add_argument("--degrade", action="store_true",
                    help="also render JPEG, blur, noise and wobbling-content (warp) copies")
+    p.add_argument("--stressors", action="store_true",
+                   help="also render what generated video carries: still and moving cameras among people, animals "
+                        "and vehicles, a keyboard HUD, subtitles, a smooth wobble")
     p.add_argument("--seed", type=int, default=9000, help="calibration seeds start here (keep apart from suites)")
     p.add_argument("--write", action="store_true", help="write the chosen thresholds into the estimator's config")
     p.set_defaults(func=cmd_calibrate)

@@ -35,11 +35,19 @@ class PoseEstimate:
     poses: (T, 4, 4) camera-to-world, OpenCV convention, ``poses[0]`` = identity.
     confidence: (T,) in [0, 1]; ``confidence[0]`` = 1; low where tracking failed.
     units: what translation magnitudes mean (``parallax``, ``metric``, ``scene``, ...).
+    masked_share: the share of the frame left out as a burnt-in overlay (or by the user's mask).
+    mover_share: (T,) per transition, the share of the tracks left out as content moving on its
+        own (None: the estimator does not tell).
+    undecided: (T,) per transition, True where the still part of the picture was too small to tell
+        the camera's motion from what moves on its own: the label there is a guess.
     """
 
     poses: np.ndarray
     confidence: np.ndarray
     units: str
+    masked_share: float = 0.0
+    mover_share: np.ndarray | None = None
+    undecided: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.poses.ndim != 3 or self.poses.shape[1:] != (4, 4):
@@ -122,6 +130,14 @@ def poses_from_windows(num_frames: int, windows: list[tuple[int, int]], window_r
             poses[frame] = poses[frame - 1] @ step
             confidence[frame] = conf
     return PoseEstimate(poses=poses, confidence=np.clip(confidence, 0.0, 1.0), units="")
+
+
+def per_transition(num_frames: int, windows: list[tuple[int, int]], values: list) -> np.ndarray:
+    """(T,) per frame: each window's value on the frames it leads into; ``values[0]``'s type at frame 0."""
+    out = np.zeros(num_frames, dtype=np.asarray(values).dtype if values else float)
+    for (first, last), value in zip(windows, values):
+        out[first + 1:last + 1] = value
+    return out
 
 
 def poses_from_keyframes(num_frames: int, keyframe_poses: np.ndarray) -> PoseEstimate:

@@ -44,27 +44,21 @@ at least ``min_height`` tall, never upscaled) with the intrinsics scaled to matc
 unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
 tracked too: tracks spread over many depths are what tell a turn from a sideways step.
 
-Version 11 drops the dense grid points whose direct first-to-last re-track fails or lands over
-1 px from their chain (the check the corners always had; :func:`tracking.track_dense`): half of
-them had drifted by over a pixel, and they turned diagonal moves 20 degrees towards an axis
-(held-out diagonal moves, clean 160 px: 14 such misses of 288 windows before, 2 after). Version
-10 smooths noisy video before tracking and weights the sign vote of the translation by each
-track's parallax (:func:`geometry.cheirality_sign`). Version 9 adds the grid of points
-tracked with dense optical flow beside the corners: more tracks on faint, near texture (an open
-scene's ground), where slow moves and a wobble's unsteadiness show. Version 8 counts only the
-steady part of each track's motion (versions 1-7 took the net displacement between the window's
-first and last frame, so a generated video's wobble, noise and compression read as a slow
-translation, and the calibrated threshold sat above slow moves past distant content). Version 7
-keeps tracks whose forward-backward round trip lands within 2 px (0.5 before) on video with a
-coding grid: there the near, fast-moving texture failed the stricter check, so compressed
-forward moves read short. Version 6 counts only the parallax a translation explains (version 5
-counted every residual of the rotation-only fit, so a generated video's wobbling content read as
-moving while turning). Version 5 measures the parallax as a high quantile over the tracks
-(versions 1-4: the median, which half a frame of sky pulled to zero, so open scenes read "not
-moving") and reports it as the translation length (version 4 reported the median parallax of the
-4-DoF fit, which reads a forward move three times shorter than a sideways one at the same
-speed). Version 4 keeps the translation level in each window's own camera frame; version 3 added
-the contrast normalisation.
+Generated video carries things the camera did not do; two steps keep them out:
+
+- **Burnt-in overlays** (a keyboard HUD, a watermark, a logo, letterbox bars, subtitles) stay
+  put while the picture moves, so tracked they vote for "no motion".
+  :func:`wcbench.pose.overlay.detect_static_overlay` finds them over the clip (or the user
+  passes a mask) and no track starts or ends in them; ``masked_share`` records how much.
+- **Content moving on its own** (people, animals, vehicles, swaying foliage). A camera that
+  stands still while walkers cross must not read as a step: where the window's parallax says
+  "translated" but the tracks low in the frame (the ground near the camera, which any
+  translation moves most) barely moved and enough of the picture stayed put, the still tracks
+  are the world and the moving ones are movers (``mover_share``). When too little of the
+  picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
+  confident label.
+
+Tracks and calibration: see ``docs/estimator.md`` for what each setting was measured on.
 """
 
 from __future__ import annotations
@@ -82,12 +76,14 @@ from wcbench.pose.base import (
     PoseEstimate,
     check_frames,
     latent_windows,
+    per_transition,
     poses_from_windows,
     register_estimator,
     resolve_intrinsics,
     thresholds_or_config,
 )
 from wcbench.pose.deblock import BlockGrid, deblock, detect_block_grid
+from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
 from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
 
 _AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
@@ -119,6 +115,13 @@ class OpenCVEstimatorConfig:
     min_tracks: int = 8
     full_confidence_tracks: int = 60
     num_workers: int = 1  # threads tracking windows in parallel (OpenCV releases the GIL)
+    detect_overlays: bool = True  # leave burnt-in overlays (HUDs, watermarks, ...) out of tracking
+    # content moving on its own before a camera that does not translate (see independent_motion)
+    still_fraction: float = 0.3  # a track whose own steady parallax is under this x the gate stands still
+    min_still_share: float = 0.15  # ... and this share of the tracks must stand still
+    bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground) ...
+    bottom_ratio: float = 0.12  # ... whose parallax is under this x the window's: the motion is not the camera's
+    min_world_share: float = 0.25  # under this share of the tracks left to the world, a window is undecided
 
 
 @dataclass
@@ -130,6 +133,8 @@ class WindowMotion:
     is_moving: bool
     confidence: float
     num_tracks: int
+    mover_share: float = 0.0  # share of the tracks left out as content moving on its own
+    undecided: bool = False  # the still part was too small to tell the camera's motion from the movers'
 
 
 @dataclass
@@ -145,6 +150,9 @@ class _Correspondences:
     inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
     R_essential: np.ndarray | None
     t_essential: np.ndarray | None
+    smoothed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per inside track: its steady parallax
+    raw_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # ... without the neighbourhood median
+    fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # ... and without undoing any rotation
 
 
 # ---------------------------------------------------------------- frames
@@ -297,8 +305,9 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "11"
+    version = "12"
     units = "parallax"
+    accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
     def __init__(self, thresholds: Thresholds | None = None, **options):
         tracker_keys = {f.name for f in fields(TrackerConfig)}
@@ -311,16 +320,33 @@ class OpenCVPoseEstimator:
         self.config = OpenCVEstimatorConfig(tracker=tracker, **{k: v for k, v in options.items() if k in config_keys})
         self.thresholds = thresholds_or_config(self.name, thresholds)
 
-    def estimate(self, frames: np.ndarray, K: np.ndarray | None = None,
-                 fov_deg: float | None = None) -> PoseEstimate:
-        """Per-frame poses (units ``parallax``, see the module doc) and confidences."""
+    def estimate(self, frames: np.ndarray, K: np.ndarray | None = None, fov_deg: float | None = None,
+                 mask: np.ndarray | None = None) -> PoseEstimate:
+        """Per-frame poses (units ``parallax``, see the module doc) and confidences. ``mask``
+        (H, W) bool, True on pixels to leave out (a burnt-in overlay the user knows of), adds to
+        the overlays the estimator finds itself (:mod:`wcbench.pose.overlay`)."""
         video, K_work = self.working_video(frames, K, fov_deg)
-        motions = self.estimate_windows(video, K_work)
+        left_out = self.overlay_mask(video, mask)
+        motions = self.estimate_windows(video, K_work, left_out)
         num_frames = len(video.plain)
-        estimate = poses_from_windows(num_frames, latent_windows(num_frames), [m.rel for m in motions],
-                                      [m.confidence for m in motions])
+        windows = latent_windows(num_frames)
+        estimate = poses_from_windows(num_frames, windows, [m.rel for m in motions], [m.confidence for m in motions])
         estimate.units = self.units
+        estimate.masked_share = 0.0 if left_out is None else float(left_out.mean())
+        estimate.mover_share = per_transition(num_frames, windows, [m.mover_share for m in motions])
+        estimate.undecided = per_transition(num_frames, windows, [m.undecided for m in motions])
         return estimate
+
+    def overlay_mask(self, video: WorkingVideo, user_mask: np.ndarray | None = None) -> np.ndarray | None:
+        """Pixels of the working video that tracking leaves out: the overlays found in it and the
+        user's ``mask`` (any size, resized), dilated by the overlay margin; None when there are none."""
+        height, width = video.plain[0].shape
+        found = detect_static_overlay(video.plain) if self.config.detect_overlays else np.zeros((height, width), bool)
+        if user_mask is not None:
+            user = cv2.resize(np.asarray(user_mask, np.uint8), (width, height), interpolation=cv2.INTER_NEAREST)
+            size = 2 * OverlayConfig().margin_px + 1
+            found |= cv2.dilate(user, np.ones((size, size), np.uint8)).astype(bool)
+        return found if found.any() else None
 
     def working_video(self, frames: np.ndarray, K: np.ndarray | None = None,
                       fov_deg: float | None = None) -> tuple[WorkingVideo, np.ndarray]:
@@ -334,17 +360,19 @@ class OpenCVPoseEstimator:
                              self.config.contrast_floor, self.config.denoise_above, self.config.denoise_sigma)
         return video, scale_intrinsics(K_full, size[0] / width, size[1] / height)
 
-    def estimate_windows(self, video: WorkingVideo, K: np.ndarray) -> list[WindowMotion]:
-        """Window motions of a working-size video, one per :func:`latent_windows`."""
+    def estimate_windows(self, video: WorkingVideo, K: np.ndarray,
+                         mask: np.ndarray | None = None) -> list[WindowMotion]:
+        """Window motions of a working-size video, one per :func:`latent_windows`; no track
+        touches ``mask`` (True: left out)."""
         tracker = self.tracker_for(video)
         jobs = [(video.tracked[first:last + 1], video.plain[first])
                 for first, last in latent_windows(len(video.tracked))]
         # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:
-                matches = list(pool.map(lambda job: self._correspondences(*job, K, tracker), jobs))
+                matches = list(pool.map(lambda job: self._correspondences(*job, K, tracker, mask), jobs))
         else:
-            matches = [self._correspondences(*job, K, tracker) for job in jobs]
+            matches = [self._correspondences(*job, K, tracker, mask) for job in jobs]
         # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
         return [self._window_motion(match, K, gate) for match in matches]
@@ -366,8 +394,8 @@ class OpenCVPoseEstimator:
         return replace(tracker, fb_threshold=tracker.compressed_fb_threshold, dense_step=0)
 
     def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray,
-                         tracker: TrackerConfig) -> _Correspondences:
-        tracks = track_window(window, tracker)
+                         tracker: TrackerConfig, mask: np.ndarray | None = None) -> _Correspondences:
+        tracks = track_window(window, tracker, mask)
         # corners on a smooth ramp or a straight edge of the plain frame (a plain sky's bands,
         # foreshortened ground near the horizon) slide along it: contrast normalisation makes
         # them trackable, not informative; under a turn they drag the fits towards "no turn"
@@ -382,19 +410,34 @@ class OpenCVPoseEstimator:
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
         tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        coherent_px = self.steady_parallax(tracks, x1, R_rot, K, tensors, inside)
+        smoothed_px, raw_px = self.steady_lengths(tracks, x1, R_rot, K, tensors, inside)
+        _, fixed_px = self.steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, smooth=False)
+        coherent_px = self.parallax_of(smoothed_px)
         rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
         R_e, t_e = _essential_pose(tracks, K, self.config)
-        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e)
+        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e, smoothed_px,
+                                raw_px, fixed_px)
+
+    def parallax_of(self, lengths: np.ndarray) -> float:
+        """The window's parallax from per-track steady lengths: their ``parallax_quantile``."""
+        return float(np.quantile(lengths, self.config.parallax_quantile)) if len(lengths) > 1 else 0.0
 
     def steady_parallax(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
                         tensors: np.ndarray, inside: np.ndarray) -> float:
-        """The window's parallax (px) left by the rotation-only fit ``R_rot``, counting only what
-        moves steadily through the window: each track's rotation-compensated position at every
-        frame (the rotation spread evenly over the window, as a latent's action holds), aperture
-        weighted and replaced by its neighbourhood median, then its net displacement less its
-        frame-to-frame wander (:func:`geometry.steady_length`); the ``parallax_quantile`` of
-        those over the tracks clear of the border.
+        """The window's parallax (px) left by the rotation-only fit ``R_rot``: the
+        ``parallax_quantile`` of :meth:`steady_lengths` over the tracks clear of the border."""
+        return self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside)[0])
+
+    def steady_lengths(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
+                       tensors: np.ndarray, inside: np.ndarray,
+                       smooth: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """Per track clear of the border, the parallax (px) left by the rotation-only fit ``R_rot``,
+        counting only what moves steadily through the window: each track's rotation-compensated
+        position at every frame (the rotation spread evenly over the window, as a latent's action
+        holds), aperture weighted and replaced by its neighbourhood median, then its net
+        displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Returns
+        those lengths (None unless ``smooth``) and the same without the neighbourhood median
+        (each track on its own).
 
         A translation moves content steadily, frame after frame; a generated video's wobble,
         tracking noise and compression blocks move it back and forth, and their net
@@ -411,11 +454,15 @@ class OpenCVPoseEstimator:
             residual = geo.compensated_displacement(x1, xk, geo.rodrigues(spin * k / hops)) * focal
             residuals.append(geo.aperture_weighted(residual, tensors)[inside])
         # one neighbourhood median for all frames (it is taken per component)
-        smoothed = geo.neighbour_median(points, np.concatenate(residuals, axis=1), self.config.parallax_neighbours)
-        frames = smoothed.reshape(len(points), hops, 2).swapaxes(0, 1)
-        trajectory = np.concatenate([np.zeros((1, len(points), 2)), frames])
-        lengths = geo.steady_length(trajectory, self.config.unsteady_weight)
-        return float(np.quantile(lengths, self.config.parallax_quantile)) if len(lengths) > 1 else 0.0
+        stacked = np.concatenate(residuals, axis=1)
+        smoothed = geo.neighbour_median(points, stacked, self.config.parallax_neighbours) if smooth else None
+
+        def lengths(values: np.ndarray) -> np.ndarray:
+            frames = values.reshape(len(points), hops, 2).swapaxes(0, 1)
+            start = np.zeros((1, len(points), 2))
+            return geo.steady_length(np.concatenate([start, frames]), self.config.unsteady_weight)
+
+        return (None if smoothed is None else lengths(smoothed)), lengths(stacked)
 
     def window_parallax(self, points: np.ndarray, residuals: np.ndarray) -> float:
         """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
@@ -462,6 +509,39 @@ class OpenCVPoseEstimator:
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
         return R, sign * t_dir, inliers, residuals
 
+    def independent_motion(self, match: _Correspondences, gate: float) -> np.ndarray | None:
+        """The tracks of the still world when what moves in the window moves on its own (people,
+        animals, vehicles before a camera that does not translate); None otherwise.
+
+        A translating camera moves its nearest content most, and the nearest content of a
+        first-person view is the ground at the bottom of the picture. So when the window's
+        parallax passes the gate but the lowest ``bottom_share`` of the tracks barely move (their
+        median under ``bottom_ratio`` of the window's parallax, and under the gate) while
+        ``min_still_share`` of all tracks stand still, the parallax is not the camera's: the still
+        tracks are the world. Still is judged after the rotation-only fit and, because a mover
+        that covers most of the picture drags that fit, also without undoing any rotation."""
+        config = self.config
+        if len(match.raw_px) < config.min_tracks or match.coherent_px <= gate:
+            return None
+        heights = match.tracks.first[match.inside, 1]
+        bottom = heights >= np.quantile(heights, 1.0 - config.bottom_share)
+        limit = min(gate, config.bottom_ratio * match.coherent_px)
+        for raw in (match.raw_px, match.fixed_px):
+            still = raw < config.still_fraction * gate
+            if (still.mean() >= config.min_still_share and np.count_nonzero(still) >= config.min_tracks
+                    and np.median(raw[bottom]) < limit):
+                world = np.zeros(len(match.x1), bool)
+                world[np.flatnonzero(match.inside)[still]] = True
+                return world
+        return None
+
+    def _with_movers(self, motion: WindowMotion, mover_share: float) -> WindowMotion:
+        """``motion`` read from the world's tracks after ``mover_share`` of them were left out as
+        movers; undecided (confidence 0) when too little was left (``min_world_share``)."""
+        undecided = 1.0 - mover_share < self.config.min_world_share
+        return replace(motion, mover_share=mover_share, undecided=undecided,
+                       confidence=0.0 if undecided else motion.confidence)
+
     def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float) -> WindowMotion:
         config = self.config
         num_tracks = len(match.x1)
@@ -469,6 +549,14 @@ class OpenCVPoseEstimator:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         focal = K[0, 0]
         scale = config.robust_px / focal
+        world = self.independent_motion(match, gate)
+        if world is not None:  # the camera only turns (or stands) while things move before it
+            R = geo.fit_rotation(match.x1[world], match.x2[world], scale)
+            rel = np.eye(4)
+            rel[:3, :3] = R
+            fits = geo.compensated_parallax(match.x1[world], match.x2[world], R) < 3.0 * scale
+            confidence = min(1.0, int(world.sum()) / config.full_confidence_tracks) * float(np.mean(fits))
+            return self._with_movers(WindowMotion(rel, 0.0, False, confidence, num_tracks), 1.0 - float(world.mean()))
         R_level, t_dir, inliers, sampson = self._level_motion(match, scale)
         # only the parallax a translation explains counts: what the 4-DoF fit leaves too is the
         # content warping (a generated video's wobble), not the camera moving

@@ -97,24 +97,34 @@ def _round_trip(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: T
     return forward, ok_fwd & ok_back & (error < (config.fb_threshold if limit is None else limit))
 
 
-def detect_corners(gray: np.ndarray, config: TrackerConfig) -> np.ndarray:
-    """Shi-Tomasi corners (N, 1, 2) float32; empty when the image has no texture."""
+def detect_corners(gray: np.ndarray, config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
+    """Shi-Tomasi corners (N, 1, 2) float32, none inside ``mask`` (True: leave out); empty when
+    the image has no texture."""
+    allowed = None if mask is None else (~mask).astype(np.uint8)
     corners = cv2.goodFeaturesToTrack(gray, maxCorners=config.max_corners, qualityLevel=config.quality_level,
-                                      minDistance=config.min_distance, blockSize=config.block_size)
+                                      minDistance=config.min_distance, blockSize=config.block_size, mask=allowed)
     if corners is None:
         return np.zeros((0, 1, 2), np.float32)
     return corners.astype(np.float32)
 
 
-def track_window(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks:
+def track_window(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> WindowTracks:
     """Every track of the window: corners (:func:`track_corners`), then the dense grid
-    (:func:`track_dense`, when ``config.dense_step`` > 0)."""
-    return track_corners(grays, config).with_paths(track_dense(grays, config))
+    (:func:`track_dense`, when ``config.dense_step`` > 0). With ``mask`` (True on a burnt-in
+    overlay) no track starts inside it, and a track that enters it is dropped: content that
+    slides under an overlay drags its tracking window onto the overlay's edge."""
+    tracks = track_corners(grays, config, mask).with_paths(track_dense(grays, config, mask))
+    if mask is None or tracks.path.shape[1] == 0:
+        return tracks
+    height, width = mask.shape
+    xy = np.rint(tracks.path).astype(int)
+    hit = mask[np.clip(xy[..., 1], 0, height - 1), np.clip(xy[..., 0], 0, width - 1)].any(axis=0)
+    return tracks.subset(~hit) if hit.any() else tracks
 
 
-def track_corners(grays: list[np.ndarray], config: TrackerConfig) -> WindowTracks:
-    """Track corners of ``grays[0]`` through every frame of the window to ``grays[-1]``."""
-    start = detect_corners(grays[0], config)
+def track_corners(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> WindowTracks:
+    """Track corners of ``grays[0]`` (outside ``mask``) through every frame of the window to ``grays[-1]``."""
+    start = detect_corners(grays[0], config, mask)
     num_detected = len(start)
     if num_detected == 0:
         return WindowTracks(np.zeros((len(grays), 0, 2)), 0)
@@ -151,7 +161,7 @@ def track_corners(grays: list[np.ndarray], config: TrackerConfig) -> WindowTrack
     return WindowTracks(np.stack([h.reshape(-1, 2) for h in history]).astype(np.float64), num_detected, disagreement)
 
 
-def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
+def track_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
     """(F, N, 2) paths (working-image px) of grid points through the window: :func:`chain_dense`,
     then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`, estimator
     version 11): a point is kept only where it comes home and lands within ``refine_agreement``
@@ -159,7 +169,7 @@ def track_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
     rule (which keeps a chain whose direct re-track fails): grid points are plentiful, and half of
     those the check drops had drifted over 1 px by the window's end, against 8 % of those it
     keeps (clean terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
-    path = chain_dense(grays, config)
+    path = chain_dense(grays, config, mask)
     if len(grays) < 3 or path.shape[1] == 0:
         return path
     direct, keep = dense_direct_check(grays, path, config)
@@ -176,7 +186,7 @@ def dense_direct_check(grays: list[np.ndarray], path: np.ndarray,
     return direct, is_direct & (gap < config.refine_agreement)
 
 
-def chain_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
+def chain_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
     """(F, N, 2) paths (working-image px) of grid points chained hop by hop through the window.
 
     Grid points every ``dense_step`` px of the flow image (the frames shrunk to a long side of
@@ -204,6 +214,10 @@ def chain_dense(grays: list[np.ndarray], config: TrackerConfig) -> np.ndarray:
     std = np.sqrt(np.maximum(cv2.blur(first * first, (9, 9)) - mean * mean, 0.0))
     floor = max(config.dense_min_std, config.dense_noise_floor * compute_noise_sigma(small[0]))
     textured = std[ys.ravel(), xs.ravel()] > floor
+    if mask is not None:  # grid points on an overlay: the mask is at the working size
+        rows = np.minimum(((ys.ravel() + 0.5) * ratio[1]).astype(int), height - 1)
+        cols = np.minimum(((xs.ravel() + 0.5) * ratio[0]).astype(int), width - 1)
+        textured &= ~mask[rows, cols]
     points = np.stack([xs.ravel(), ys.ravel()], axis=1)[textured].astype(np.float64)
     if len(points) == 0:
         return np.zeros((len(grays), 0, 2))

@@ -308,9 +308,26 @@ def _finite(value) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
+TRACKING_NOTES = (
+    ("overlay", "share of the frame left out of camera tracking as a burnt-in overlay (found, or the user's mask)"),
+    ("movers", "share of the tracks left out as content moving on its own (people, vehicles)"),
+    ("undecided", "share of the transitions whose camera motion could not be told from the movers' (labelled none)"),
+)
+
+
+def _tracking_cells(record: CaseRecord) -> str:
+    """What camera tracking left out of a case, as percentages ('–' before it was scored)."""
+    if not record.is_ok:
+        return "<td class='num'>–</td>" * len(TRACKING_NOTES)
+    values = (record.masked_share, record.mover_share, record.undecided_share)
+    return "".join(f"<td class='num{' failed' if name == 'undecided' and value else ''}'>{(value or 0.0):.0%}</td>"
+                   for (name, _), value in zip(TRACKING_NOTES, values))
+
+
 def _cases_section(records: list[CaseRecord]) -> str:
     head = "<tr><th>case</th><th>track</th><th>horizon</th><th>status</th>" + "".join(
-        f"<th>{m}</th>" for m in METRICS) + "<th>script</th></tr>"
+        f"<th>{m}</th>" for m in METRICS) + "".join(
+        f"<th title='{escape(note)}'>{name}</th>" for name, note in TRACKING_NOTES) + "<th>script</th></tr>"
     rows = []
     digits = {m: 3 for m in METRICS} | {"vq": vq_digits(r.vq for r in records)}
     for r in records:
@@ -318,7 +335,7 @@ def _cases_section(records: list[CaseRecord]) -> str:
         cells = "".join(f"<td class='num'>{format_value(getattr(r, m), digits[m])}</td>" for m in METRICS)
         rows.append(f"<tr data-case='{escape(r.id)}'><td>{escape(r.id)}</td>"
                     f"<td>{escape(str(r.track or '–'))}</td>"
-                    f"<td>{escape(str(r.horizon or '–'))}</td><td>{status}</td>{cells}"
+                    f"<td>{escape(str(r.horizon or '–'))}</td><td>{status}</td>{cells}{_tracking_cells(r)}"
                     f"<td><code>{escape(str(r.script or ''))}</code></td></tr>")
     is_open = " open" if len(records) <= 40 else ""
     return (f"<h2>All cases</h2><details{is_open}><summary>{len(records)} cases</summary>"

@@ -170,22 +170,25 @@ def vq_components(records: list[CaseRecord]) -> pd.DataFrame:
 
 
 CASE_COLUMNS = ["id", "track", "horizon", "status", *METRICS, "num_frames", "generate_s", "score_s", "fps",
-                "hardware", "video", "video_sha256", "warnings", "error", "script"]
+                "hardware", "masked_share", "mover_share", "undecided_share", "video", "video_sha256", "warnings",
+                "error", "script"]
 
 
 def case_table(records: list[CaseRecord]) -> pd.DataFrame:
     """One row per case (cases.csv): id, track, horizon, status, the metrics, frame count,
-    timings, the hardware they were measured on, the video and its hash, warnings, error, script."""
+    timings, the hardware they were measured on, what camera tracking left out (overlay, movers,
+    undecided transitions), the video and its hash, warnings, error, script."""
     rows = []
     for r in sorted(records, key=lambda r: r.id):
         timing = r.timing or {}
         rows.append({"id": r.id, "track": r.track, "horizon": r.horizon, "status": r.status,
                      **{m: getattr(r, m) for m in METRICS}, "num_frames": r.num_frames,
                      **{k: timing.get(k) for k in ("generate_s", "score_s", "fps", "hardware")},
+                     **{k: getattr(r, k) for k in ("masked_share", "mover_share", "undecided_share")},
                      "video": r.video, "video_sha256": r.video_sha256,
                      "warnings": " | ".join(r.warnings) or None, "error": r.error, "script": r.script})
     table = pd.DataFrame(rows, columns=CASE_COLUMNS)
-    float_columns = [*METRICS, "generate_s", "score_s", "fps"]
+    float_columns = [*METRICS, "generate_s", "score_s", "fps", "masked_share", "mover_share", "undecided_share"]
     table[float_columns] = table[float_columns].astype(float)
     table["num_frames"] = table["num_frames"].astype("Int64")
     return table

@@ -3,7 +3,9 @@
 A manifest is CSV or JSONL (UTF-8, a byte-order mark is fine), one case per row: ``id``,
 ``video`` (an mp4/avi file or a folder of numbered frames, relative paths against the
 manifest's folder), ``actions`` (a script), optional ``prompt``, ``fov_deg`` (horizontal),
-``step_translation``, ``step_degrees``. A bad row fails its own case with a reason; the other
+``step_translation``, ``step_degrees``, ``mask`` (a burnt-in overlay to leave out of camera
+tracking: an image whose nonzero pixels cover it, or rectangles ``x,y,w,h;...`` in the video's
+pixels; overrides ``score --mask``). A bad row fails its own case with a reason; the other
 cases are still scored. Videos are decoded and scored clip by clip, never held whole.
 
 A manifest written by ``wcbench export`` also names its suite (``suite``, ``suite_hash``,
@@ -27,6 +29,7 @@ import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
+from wcbench.pose.overlay import UserMask
 from wcbench.run.runner import RunConfig, config_hash
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
@@ -34,7 +37,7 @@ from wcbench.scoring.record import CaseRecord, load_record, record_path, save_re
 
 REQUIRED = ("id", "video", "actions")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
-OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees")
+OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
 SUITE_COLUMNS = ("suite", "suite_hash")
 
 
@@ -65,6 +68,7 @@ class ManifestRow:
     fov_deg: float | None = None
     step_translation: float | None = None
     step_degrees: float | None = None
+    mask: str | None = None  # as the manifest gives it (see the module doc)
 
 
 def _optional_float(value, name: str, row_id: str) -> float | None:
@@ -161,12 +165,15 @@ def manifest_suite(rows: list[RawRow], path: Path, suite_path: str | None = None
     return suite
 
 
-def score_header(manifest: Path, scorers: Scorers, model_name: str, suite: Suite | None) -> dict:
+def score_header(manifest: Path, scorers: Scorers, model_name: str, suite: Suite | None,
+                 mask: str | None = None) -> dict:
     """What ``run.json`` and results.json record about a ``score`` folder."""
     run = RunConfig(model=model_name)
     header = {"command": "score", "version": wcbench.__version__, **scorers.header(),
               "manifest": str(manifest.resolve()), "manifest_hash": manifest_hash(manifest), "model": model_name,
               "model_name": model_name, "model_options": {}, "seed": run.seed, "config_hash": config_hash(run, scorers)}
+    if mask:
+        header["mask"] = mask
     if suite is not None:
         header.update(suite=suite.name, suite_source=suite.source, suite_hash=suite.content_hash())
     return header
@@ -186,6 +193,7 @@ def parse_row(raw: RawRow, base: Path) -> ManifestRow:
         fov_deg=_optional_float(values.get("fov_deg"), "fov_deg", row_id),
         step_translation=_optional_float(values.get("step_translation"), "step_translation", row_id),
         step_degrees=_optional_float(values.get("step_degrees"), "step_degrees", row_id),
+        mask=str(values["mask"]).strip() if str(values.get("mask") or "").strip() else None,
     )
 
 
@@ -224,10 +232,11 @@ def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
             f"(first: {messages[0]})"]
 
 
-def score_row(raw: RawRow, base: Path, scorers: Scorers,
-              suite: Suite | None = None) -> tuple[CaseRecord, StripFrames | None]:
+def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = None,
+              mask: str | None = None) -> tuple[CaseRecord, StripFrames | None]:
     """The record of one manifest row (scored, or failed with the reason) and, when scored, the
-    report's strip frames, kept as the video streamed past (:mod:`wcbench.run.strip`)."""
+    report's strip frames, kept as the video streamed past (:mod:`wcbench.run.strip`). ``mask``:
+    the overlay mask of rows that give none (``score --mask``)."""
     values = raw.values
     record = CaseRecord(id=raw.id, track=values.get("track"), horizon=values.get("horizon"),
                         script=str(values.get("actions")), prompt=str(values.get("prompt") or ""),
@@ -242,7 +251,9 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers,
             record = replace(record, **_check_against_suite(row, suite))
         latents_per_clip = record.latents_per_clip or 4
         steps = StepSizes(row.step_translation or StepSizes().translation, row.step_degrees or StepSizes().degrees)
-        scorer = CaseScorer(script, scorers, prompt=row.prompt, fov_deg=row.fov_deg, latents_per_clip=latents_per_clip)
+        spec = row.mask or mask
+        scorer = CaseScorer(script, scorers, prompt=row.prompt, fov_deg=row.fov_deg, latents_per_clip=latents_per_clip,
+                            mask=UserMask(spec, base) if spec else None)
         source = VideoSource(row.video)
         _check_length(source, script)
         strip = StripFrames(script.num_frames)
@@ -279,16 +290,17 @@ def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
 
 
 def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, suite: Suite | None = None,
-                   on_case: Callable[[CaseRecord], None] | None = None) -> list[CaseRecord]:
+                   on_case: Callable[[CaseRecord], None] | None = None, mask: str | None = None) -> list[CaseRecord]:
     """Score every row into ``out_dir/cases/<id>.json`` (atomically, as each finishes);
-    returns the records written. A rerun skips rows already scored from the same video."""
+    returns the records written. A rerun skips rows already scored from the same video.
+    ``mask``: the overlay mask of rows without a ``mask`` column value."""
     manifest, out_dir = Path(manifest), Path(out_dir)
     records = []
     for raw in read_manifest(manifest):
         if _is_current(out_dir, raw, manifest.parent):
             record = load_record(record_path(out_dir, raw.id))
         else:
-            record, strip = score_row(raw, manifest.parent, scorers, suite)
+            record, strip = score_row(raw, manifest.parent, scorers, suite, mask)
             if strip is not None:  # before the record: a record is what makes a case done
                 save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
             save_record(out_dir, record)

@@ -39,6 +39,7 @@ from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
+from wcbench.pose.overlay import UserMask
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
@@ -66,6 +67,7 @@ class RunConfig:
     model_options: dict = field(default_factory=dict)
     seed: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
+    mask: str | None = None  # a burnt-in overlay the model draws, left out of camera tracking (run --mask)
 
     def case_seed(self, case_id: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{case_id}".encode()).digest()
@@ -83,6 +85,8 @@ class Placement:
 
 def config_hash(run: RunConfig, scorers: Scorers) -> str:
     payload = {"model": run.model, "model_options": run.model_options, "seed": run.seed, **scorers.header()}
+    if run.mask:  # only when given, so that the hashes of runs without one stay as they were
+        payload["mask"] = run.mask
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -91,7 +95,8 @@ def run_header(suite: Suite, run: RunConfig, scorers: Scorers) -> dict:
     ``--limit`` runs only its first cases, so that the folder can be extended to all of them)."""
     return {"command": "run", "version": wcbench.__version__, **scorers.header(), "suite": suite.name,
             "suite_source": suite.source, "suite_hash": suite.content_hash(), "model": run.model,
-            "model_options": run.model_options, "seed": run.seed, "config_hash": config_hash(run, scorers)}
+            "model_options": run.model_options, "seed": run.seed, "config_hash": config_hash(run, scorers),
+            **({"mask": run.mask} if run.mask else {})}
 
 
 def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, case_id: str, clip: int) -> np.ndarray:
@@ -197,7 +202,8 @@ def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConf
         if scorer is None:  # after reset: the poses the frames really show (oracle renders) grow from here
             scorer = CaseScorer(case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
                                 latents_per_clip=suite.latents_per_clip,
-                                true_poses=getattr(model, "rendered_poses", None))
+                                true_poses=getattr(model, "rendered_poses", None),
+                                mask=UserMask(run.mask, Path.cwd()) if run.mask else None)
         elif on_clip:
             on_clip()
         writer.write(frames)

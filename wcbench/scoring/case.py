@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from wcbench.core.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
+from wcbench.pose.overlay import UserMask
 from wcbench.scoring.following import FollowingResult, score_following
 from wcbench.scoring.quality import clip_vq
 from wcbench.scoring.quality_base import QualityResult
@@ -74,10 +75,12 @@ class CaseScorer:
     """
 
     def __init__(self, script: Script, scorers: Scorers, *, prompt: str = "", K: np.ndarray | None = None,
-                 fov_deg: float | None = None, latents_per_clip: int = 4, true_poses: Any = None):
+                 fov_deg: float | None = None, latents_per_clip: int = 4, true_poses: Any = None,
+                 mask: np.ndarray | UserMask | None = None):
         self.script, self.scorers, self.prompt = script, scorers, prompt
         self.K, self.fov_deg, self.latents_per_clip = K, fov_deg, latents_per_clip
         self.true_poses = true_poses
+        self.mask = mask  # (H, W) bool, or a UserMask made into pixels at the first frame: left out of tracking
         self._ranges = clip_step_ranges(script.num_steps, latents_per_clip)
         self._reference: np.ndarray | None = None
         self._pending: list[np.ndarray] = []  # frames from the current clip's first (the one before it) on
@@ -88,6 +91,9 @@ class CaseScorer:
         self._detected: list[int] = []
         self._raw: list[dict] = []
         self._confidence: list[np.ndarray] = []
+        self._masked: list[float] = []
+        self._movers: list[np.ndarray] = []
+        self._undecided: list[np.ndarray] = []
         self._path = [np.eye(4)]
 
     def add(self, frames: np.ndarray) -> None:
@@ -103,6 +109,8 @@ class CaseScorer:
             return
         if self._reference is None:
             self._reference = kept[0].copy()  # not a view: it would pin its whole chunk
+            if isinstance(self.mask, UserMask):
+                self.mask = self.mask.for_size(kept.shape[2], kept.shape[1])
         self._pending.extend(kept)
         while len(self._per_clip) < len(self._ranges):
             last = 4 * (self._ranges[len(self._per_clip)].stop - 1)
@@ -120,7 +128,8 @@ class CaseScorer:
                         reference=self._reference, true_poses=poses)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="wcbench-quality") as pool:
             quality_job = pool.submit(score_clip_quality, view, self.scorers, self.prompt)
-            following, estimate = score_clip_following(view, self.scorers, fov_deg=self.fov_deg, K=self.K)
+            following, estimate = score_clip_following(view, self.scorers, fov_deg=self.fov_deg, K=self.K,
+                                                       mask=self.mask)
             vq, quality = quality_job.result()
         self._per_clip.append({"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
                                "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
@@ -129,6 +138,11 @@ class CaseScorer:
         self._detected.extend(following.detected.tolist())
         self._raw.append({name: values[2:] for name, values in quality.raw.items()})
         self._confidence.append(estimate.confidence[1:])
+        transitions = len(estimate.confidence) - 1
+        self._masked.append(float(getattr(estimate, "masked_share", 0.0) or 0.0))
+        for values, kept in ((getattr(estimate, "mover_share", None), self._movers),
+                             (getattr(estimate, "undecided", None), self._undecided)):
+            kept.append(np.zeros(transitions) if values is None else np.asarray(values, float)[1:])
         base = self._path[-1]  # the clip's poses are relative to its first frame: chain them once
         self._path.extend(base @ pose for pose in estimate.poses[1:])
         self._pending = self._pending[count - 1:]  # the clip's last frame opens the next clip
@@ -145,6 +159,8 @@ class CaseScorer:
         if commanded_poses is not None:  # in the first frame's camera, as the estimated path is
             commanded_poses = np.linalg.inv(commanded_poses[0]) @ np.asarray(commanded_poses)
         confidence = np.concatenate(self._confidence)
+        undecided = float(np.mean(np.concatenate(self._undecided)))
+        warnings = [w for w in (low_confidence_warning(confidence), undecided_warning(undecided)) if w]
         return {
             "if_acc": float(np.mean([c["if_acc"] for c in per_clip])),
             "if_trans_acc": float(np.mean([c["if_trans_acc"] for c in per_clip])),
@@ -157,7 +173,10 @@ class CaseScorer:
                       else np.round(commanded_poses[:, :3, 3], 5).tolist(),
                       "estimated": np.round(np.stack(self._path)[:, :3, 3], 5).tolist()},
             "confidence_mean": float(np.mean(confidence)),
-            **({"warnings": [warning]} if (warning := low_confidence_warning(confidence)) else {}),
+            "masked_share": round(float(np.mean(self._masked)), 4),
+            "mover_share": round(float(np.mean(np.concatenate(self._movers))), 4),
+            "undecided_share": round(undecided, 4),
+            **({"warnings": warnings} if warnings else {}),
         }
 
 
@@ -176,9 +195,19 @@ def low_confidence_warning(confidence: np.ndarray) -> str | None:
             "track?): their labels fall back to 'none', so IF there may be wrong")
 
 
+def undecided_warning(share: float) -> str | None:
+    """A warning when some transitions' camera motion could not be told from content moving on
+    its own (too little of the picture stayed still to be the world)."""
+    if share <= 0.0:
+        return None
+    return (f"camera motion undecided in {share:.0%} of transitions: too much of the picture moves on its own "
+            "(people, vehicles) to tell the camera's motion; their labels fall back to 'none'")
+
+
 def score_frames(frames: np.ndarray, script: Script, scorers: Scorers, *, prompt: str = "",
                  K: np.ndarray | None = None, fov_deg: float | None = None, latents_per_clip: int = 4,
-                 commanded_poses: np.ndarray | None = None, true_poses: np.ndarray | None = None) -> dict:
+                 commanded_poses: np.ndarray | None = None, true_poses: np.ndarray | None = None,
+                 mask: np.ndarray | None = None) -> dict:
     """Score a whole (T, H, W, 3) video held in memory clip by clip (see :class:`CaseScorer`).
 
     Returns the record fields (if_acc, vq, per_clip, labels, paths, ...). Raises ValueError
@@ -187,7 +216,7 @@ def score_frames(frames: np.ndarray, script: Script, scorers: Scorers, *, prompt
     if len(frames) != script.num_frames:
         raise ValueError(frame_count_error(len(frames), script))
     scorer = CaseScorer(script, scorers, prompt=prompt, K=K, fov_deg=fov_deg, latents_per_clip=latents_per_clip,
-                        true_poses=true_poses)
+                        true_poses=true_poses, mask=mask)
     scorer.add(frames)
     return scorer.finish(commanded_poses)
 
@@ -238,9 +267,15 @@ def clip_view(video: np.ndarray, script: Script, clip: int, latents_per_clip: in
 
 
 def score_clip_following(view: ClipView, scorers: Scorers, fov_deg: float | None = None,
-                         K: np.ndarray | None = None) -> tuple[FollowingResult, Any]:
-    """IF of one clip view (all its transitions) and the pose estimate it came from."""
+                         K: np.ndarray | None = None, mask: np.ndarray | None = None) -> tuple[FollowingResult, Any]:
+    """IF of one clip view (all its transitions) and the pose estimate it came from. ``mask``:
+    (H, W) bool pixels to leave out of camera tracking (a burnt-in overlay)."""
     options = {"true_poses": view.true_poses} if getattr(scorers.estimator, "uses_true_poses", False) else {}
+    if mask is not None:
+        if not getattr(scorers.estimator, "accepts_mask", False):
+            raise ValueError(f"estimator {scorers.estimator.name!r} cannot leave a mask out of tracking; "
+                             "score with --estimator opencv or drop the mask")
+        options["mask"] = mask
     estimate = scorers.estimator.estimate(view.frames, K=K, fov_deg=fov_deg, **options)
     result = score_following(estimate.poses, view.script, scorers.estimator.thresholds,
                              latents_per_clip=view.script.num_latents + 1, mode=scorers.mode)

@@ -46,6 +46,9 @@ class CaseRecord:
     labels: dict[str, list[int]] | None = None  # "commanded" and "detected": one full label per transition
     paths: dict[str, list | None] | None = None  # "commanded" and "estimated" camera centres, first camera's axes
     confidence_mean: float | None = None
+    masked_share: float | None = None  # of the frame, left out of tracking as a burnt-in overlay (mean over clips)
+    mover_share: float | None = None  # of the tracks, left out as content moving on its own (mean per transition)
+    undecided_share: float | None = None  # of the transitions, camera motion not told from the movers'
     warnings: list[str] = field(default_factory=list)
     video: str | None = None  # relative to the results folder (run) or where the manifest pointed (score)
     video_sha256: str | None = None
@@ -96,7 +99,7 @@ ALWAYS = ("id", "track", "horizon", "status", "error", "script", "prompt", "if_a
           "vq", "vq_raw", "per_clip")
 SCORED = ("num_frames", "latents_per_clip", "fov_deg", "labels", "paths", "confidence_mean", "video",
           "video_sha256", "timing")
-WHEN_ANY = ("warnings", "decoder_errors")
+WHEN_ANY = ("masked_share", "mover_share", "undecided_share", "warnings", "decoder_errors")
 
 
 def record_path(results_dir: str | Path, case_id: str) -> Path:
