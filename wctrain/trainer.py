@@ -249,7 +249,9 @@ def metrics_row(run: Run, step: int, scores: list[dict], advantages: list[GroupA
 
 
 class UpdateWatch:
-    """Warns when the weights stop moving, naming why (see the two messages)."""
+    """Warns when the weights stop moving for ``patience`` steps, naming why (see the two messages)."""
+
+    patience = 10
 
     def __init__(self) -> None:
         self.updated, self.zero_deviation_steps, self.still_steps = False, 0, 0
@@ -265,11 +267,11 @@ class UpdateWatch:
             self.zero_deviation_steps += 1
         self.updated = grad_norm > 0.0
         self.still_steps = 0 if self.updated else self.still_steps + 1
-        if self.zero_deviation_steps == 10:
+        if self.zero_deviation_steps == self.patience:
             warnings.warn("the current policy's prediction equals the old policy's after updates: "
                           "v_old may be computed from the current weights", stacklevel=2)
-        if self.still_steps == 10:
-            warnings.warn("no update for 10 steps: no group's candidates differed in any trained reward, so "
+        if self.still_steps == self.patience:
+            warnings.warn(f"no update for {self.patience} steps: no group's candidates differed in any trained reward, so "
                           "r = 1/2 everywhere and the gradient is 0 (a model that follows every action, or none); "
                           "let quality break ties (reward.funcs=[following,quality] reward.weights=[0.9,0.1]) or "
                           "explore more (rl.explore)", stacklevel=2)
