@@ -272,7 +272,8 @@ class UpdateWatch:
                           "v_old may be computed from the current weights", stacklevel=2)
         if self.still_steps == self.patience:
             warnings.warn(f"no update for {self.patience} steps: no group's candidates differed in any trained "
-                          "reward, so r = 1/2 everywhere and the gradient is 0 (a model that follows every action, or none); "
+                          "reward, so r = 1/2 everywhere and the gradient is 0 (a model that follows every action, "
+                          "or none); "
                           "let quality break ties (reward.funcs=[following,quality] reward.weights=[0.9,0.1]) or "
                           "explore more (rl.explore)", stacklevel=2)
 
