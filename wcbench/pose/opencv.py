@@ -118,7 +118,7 @@ class OpenCVEstimatorConfig:
     detect_overlays: bool = True  # leave burnt-in overlays (HUDs, watermarks, ...) out of tracking
     # content moving on its own before a camera that does not translate (see independent_motion)
     still_fraction: float = 0.3  # a track whose own steady parallax is under this x the gate stands still
-    min_still_share: float = 0.15  # ... and this share of the tracks must stand still
+    min_still_share: float = 0.3  # ... and this share of the tracks must stand still
     bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground) ...
     bottom_ratio: float = 0.12  # ... whose parallax is under this x the window's: the motion is not the camera's
     min_world_share: float = 0.25  # under this share of the tracks left to the world, a window is undecided
@@ -375,7 +375,9 @@ class OpenCVPoseEstimator:
             matches = [self._correspondences(*job, K, tracker, mask) for job in jobs]
         # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
-        return [self._window_motion(match, K, gate) for match in matches]
+        # a coding grid's blocks stay put while the camera moves: still tracks that are not the world
+        still_world = not video.compressed
+        return [self._window_motion(match, K, gate, still_world) for match in matches]
 
     def moving_gate(self, matches: list[_Correspondences]) -> float:
         """Coherent parallax (px) above which a window translated: ``gate_px``, raised on noisy
@@ -542,14 +544,15 @@ class OpenCVPoseEstimator:
         return replace(motion, mover_share=mover_share, undecided=undecided,
                        confidence=0.0 if undecided else motion.confidence)
 
-    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float) -> WindowMotion:
+    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float,
+                       still_world: bool = True) -> WindowMotion:
         config = self.config
         num_tracks = len(match.x1)
         if num_tracks < config.min_tracks:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         focal = K[0, 0]
         scale = config.robust_px / focal
-        world = self.independent_motion(match, gate)
+        world = self.independent_motion(match, gate) if still_world else None
         if world is not None:  # the camera only turns (or stands) while things move before it
             R = geo.fit_rotation(match.x1[world], match.x2[world], scale)
             rel = np.eye(4)
