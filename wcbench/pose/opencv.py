@@ -150,9 +150,8 @@ class _Correspondences:
     inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
     R_essential: np.ndarray | None
     t_essential: np.ndarray | None
-    smoothed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per inside track: its steady parallax
-    raw_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # ... without the neighbourhood median
-    fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))  # ... and without undoing any rotation
+    # per inside track, its steady motion (px) with no rotation undone and no neighbourhood median
+    fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 # ---------------------------------------------------------------- frames
@@ -412,13 +411,11 @@ class OpenCVPoseEstimator:
         R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
         tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        smoothed_px, raw_px = self.steady_lengths(tracks, x1, R_rot, K, tensors, inside)
-        _, fixed_px = self.steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, smooth=False)
-        coherent_px = self.parallax_of(smoothed_px)
+        coherent_px = self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside))
+        fixed_px = self.steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, smooth=False)
         rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
         R_e, t_e = _essential_pose(tracks, K, self.config)
-        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e, smoothed_px,
-                                raw_px, fixed_px)
+        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e, fixed_px)
 
     def parallax_of(self, lengths: np.ndarray) -> float:
         """The window's parallax from per-track steady lengths: their ``parallax_quantile``."""
@@ -428,24 +425,23 @@ class OpenCVPoseEstimator:
                         tensors: np.ndarray, inside: np.ndarray) -> float:
         """The window's parallax (px) left by the rotation-only fit ``R_rot``: the
         ``parallax_quantile`` of :meth:`steady_lengths` over the tracks clear of the border."""
-        return self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside)[0])
+        return self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside))
 
     def steady_lengths(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
                        tensors: np.ndarray, inside: np.ndarray,
-                       smooth: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+                       smooth: bool = True) -> np.ndarray:
         """Per track clear of the border, the parallax (px) left by the rotation-only fit ``R_rot``,
         counting only what moves steadily through the window: each track's rotation-compensated
         position at every frame (the rotation spread evenly over the window, as a latent's action
         holds), aperture weighted and replaced by its neighbourhood median, then its net
-        displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Returns
-        those lengths (None unless ``smooth``) and the same without the neighbourhood median
-        (each track on its own).
+        displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Without
+        ``smooth``, each track on its own (no neighbourhood median).
 
         A translation moves content steadily, frame after frame; a generated video's wobble,
         tracking noise and compression blocks move it back and forth, and their net
-        displacement over the window is about as large as one frame's. Counted whole (versions
-        1-7) that read as a slow translation, so the calibrated threshold had to sit above it,
-        where slow moves past mostly distant content fell under it."""
+        displacement over the window is about as large as one frame's. Counted whole, that would
+        read as a slow translation, and the calibrated threshold would sit above slow moves past
+        mostly distant content."""
         focal = K[0, 0]
         points = tracks.first[inside]
         hops = len(tracks.path) - 1
@@ -455,16 +451,12 @@ class OpenCVPoseEstimator:
             xk = geo.compute_bearings(tracks.path[k], K)
             residual = geo.compensated_displacement(x1, xk, geo.rodrigues(spin * k / hops)) * focal
             residuals.append(geo.aperture_weighted(residual, tensors)[inside])
-        # one neighbourhood median for all frames (it is taken per component)
-        stacked = np.concatenate(residuals, axis=1)
-        smoothed = geo.neighbour_median(points, stacked, self.config.parallax_neighbours) if smooth else None
-
-        def lengths(values: np.ndarray) -> np.ndarray:
-            frames = values.reshape(len(points), hops, 2).swapaxes(0, 1)
-            start = np.zeros((1, len(points), 2))
-            return geo.steady_length(np.concatenate([start, frames]), self.config.unsteady_weight)
-
-        return (None if smoothed is None else lengths(smoothed)), lengths(stacked)
+        values = np.concatenate(residuals, axis=1)
+        if smooth:  # one neighbourhood median for all frames (it is taken per component)
+            values = geo.neighbour_median(points, values, self.config.parallax_neighbours)
+        frames = values.reshape(len(points), hops, 2).swapaxes(0, 1)
+        trajectory = np.concatenate([np.zeros((1, len(points), 2)), frames])
+        return geo.steady_length(trajectory, self.config.unsteady_weight)
 
     def window_parallax(self, points: np.ndarray, residuals: np.ndarray) -> float:
         """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
@@ -520,22 +512,23 @@ class OpenCVPoseEstimator:
         parallax passes the gate but the lowest ``bottom_share`` of the tracks barely move (their
         median under ``bottom_ratio`` of the window's parallax, and under the gate) while
         ``min_still_share`` of all tracks stand still, the parallax is not the camera's: the still
-        tracks are the world. Still is judged after the rotation-only fit and, because a mover
-        that covers most of the picture drags that fit, also without undoing any rotation."""
+        tracks are the world. Still is judged without undoing any rotation: a rotation fit can
+        turn with a mover that covers much of the picture, or with the floor under a sideways
+        step (which then looks like still ground below moving walls), so the rule is for a camera
+        that neither turns nor translates."""
         config = self.config
-        if len(match.raw_px) < config.min_tracks or match.coherent_px <= gate:
+        if len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate:
             return None
         heights = match.tracks.first[match.inside, 1]
         bottom = heights >= np.quantile(heights, 1.0 - config.bottom_share)
         limit = min(gate, config.bottom_ratio * match.coherent_px)
-        for raw in (match.raw_px, match.fixed_px):
-            still = raw < config.still_fraction * gate
-            if (still.mean() >= config.min_still_share and np.count_nonzero(still) >= config.min_tracks
-                    and np.median(raw[bottom]) < limit):
-                world = np.zeros(len(match.x1), bool)
-                world[np.flatnonzero(match.inside)[still]] = True
-                return world
-        return None
+        still = match.fixed_px < config.still_fraction * gate
+        if (still.mean() < config.min_still_share or np.count_nonzero(still) < config.min_tracks
+                or np.median(match.fixed_px[bottom]) >= limit):
+            return None
+        world = np.zeros(len(match.x1), bool)
+        world[np.flatnonzero(match.inside)[still]] = True
+        return world
 
     def _with_movers(self, motion: WindowMotion, mover_share: float) -> WindowMotion:
         """``motion`` read from the world's tracks after ``mover_share`` of them were left out as
