@@ -13,10 +13,14 @@ clip, so a reward and a benchmark number are the same number (``tests/wctrain/te
 
 - ``following``: IF accuracy (81-class) of each latent of the clip, per latent;
 - ``quality``: the clip's visual quality with the configured scorer, per clip;
-- ``fine_action``: the released WorldCompass training reward, per latent: the mean of
-  translation and rotation accuracy under the ``worldcompass-compat`` scoring mode (the best
-  of its translation thresholds per latent, chosen after seeing the answer; see
-  ``wcbench.scoring.following``), for comparison with the paper's recipe.
+- ``fine_action``: the released WorldCompass training reward, one number per clip
+  (``wcbench.scoring.following.compat_fine_action``: one compat translation threshold for the
+  whole clip, chosen by its 81-class accuracy after seeing the answer; the mean of translation
+  and rotation accuracy), equal to the ``fine_action`` that ``wcbench score
+  mode=worldcompass-compat`` reports per clip;
+- ``fine_action_latent``: a per-latent variant (a threshold per latent, the mean of
+  translation and rotation accuracy per latent), for per-latent credit; it is never lower than
+  ``fine_action`` on a clip, since each latent picks its own best threshold.
 
 A built-in is a builder from the run's :class:`RewardContext`; adding one that calls another
 wcbench scorer is one registration (``fine_action`` below), or for any per-clip scorer
@@ -32,7 +36,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from wcbench.core.registry import Registry
-from wcbench.scoring.case import ClipView, Scorers, score_clip_following, score_clip_quality
+from wcbench.scoring.case import ClipView, Scorers, score_clip_fine_action, score_clip_following, score_clip_quality
+from wcbench.scoring.following import COMPAT_MODE
 
 Reward = Callable[[list[ClipView], list[str]], Sequence[Any]]
 
@@ -89,8 +94,9 @@ class ClipScorer:
 
 REWARDS.register("following")(lambda ctx: FollowingReward(ctx.scorers, ctx.fov_deg))
 REWARDS.register("quality")(lambda ctx: QualityReward(ctx.scorers))
-REWARDS.register("fine_action")(lambda ctx: FollowingReward(replace(ctx.scorers, mode="worldcompass-compat"),
-                                                            ctx.fov_deg, "mean"))
+REWARDS.register("fine_action")(lambda ctx: ClipScorer(score_clip_fine_action, ctx))
+REWARDS.register("fine_action_latent")(lambda ctx: FollowingReward(replace(ctx.scorers, mode=COMPAT_MODE),
+                                                                   ctx.fov_deg, "mean"))
 
 
 def build_reward(spec: str, context: RewardContext) -> Reward:

@@ -49,9 +49,10 @@ def test_rewards_equal_wcbench_score_per_clip(lagging_video, tmp_path, make_scor
     assert isinstance(rewards["following"], FollowingReward) and isinstance(rewards["quality"], QualityReward)
 
 
-def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(lagging_video, tmp_path, make_scorers):
-    """The released WorldCompass training reward equals, per clip, the mean of translation and
-    rotation accuracy that `wcbench score mode=worldcompass-compat` reports."""
+def test_fine_action_equals_what_wcbench_score_reports_in_compat_mode(lagging_video, tmp_path, make_scorers):
+    """The released WorldCompass training reward (one number per clip) equals the per-clip
+    ``fine_action`` of `wcbench score mode=worldcompass-compat`; its per-latent variant averages
+    to the mean of translation and rotation accuracy that mode reports per clip."""
     write_video(tmp_path / "v.avi", lagging_video)
     manifest = tmp_path / "m.csv"
     with manifest.open("w", newline="") as handle:
@@ -60,9 +61,13 @@ def test_fine_action_is_the_compat_modes_mean_of_translation_and_rotation(laggin
     per_clip = json.loads((tmp_path / "out" / "cases" / "c.json").read_text())["per_clip"]
     scorers = make_scorers()
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(len(per_clip))]
-    fine = build_rewards(["fine_action"], RewardContext(scorers, 75.0))["fine_action"](views, [""] * len(views))
-    assert [np.mean(v) for v in fine] == pytest.approx([0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip],
-                                                       abs=1e-12)
+    rewards = build_rewards(["fine_action", "fine_action_latent"], RewardContext(scorers, 75.0))
+    fine = rewards["fine_action"](views, [""] * len(views))
+    per_latent = rewards["fine_action_latent"](views, [""] * len(views))
+    assert fine == pytest.approx([c["fine_action"] for c in per_clip], abs=1e-12)
+    assert [np.mean(v) for v in per_latent] == pytest.approx(
+        [0.5 * (c["if_trans_acc"] + c["if_rot_acc"]) for c in per_clip], abs=1e-12)
+    assert all(np.mean(latent) >= clip - 1e-12 for latent, clip in zip(per_latent, fine))
     assert scorers.mode == "default"  # the run's own scorers are left as they were
 
 

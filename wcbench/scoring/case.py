@@ -14,7 +14,7 @@ import numpy as np
 
 from wcbench.core.actions import Script, clip_step_actions, clip_step_ranges, script_from_steps
 from wcbench.pose.overlay import UserMask
-from wcbench.scoring.following import FollowingResult, score_following
+from wcbench.scoring.following import COMPAT_MODE, FollowingResult, compat_fine_action, score_following
 from wcbench.scoring.quality import clip_vq
 from wcbench.scoring.quality_base import QualityResult
 
@@ -131,9 +131,12 @@ class CaseScorer:
             following, estimate = score_clip_following(view, self.scorers, fov_deg=self.fov_deg, K=self.K,
                                                        mask=self.mask)
             vq, quality = quality_job.result()
-        self._per_clip.append({"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
-                               "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
-                               "if_rot_acc": following.if_rot_acc, "vq": _finite(vq)})
+        clip_record = {"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
+                       "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
+                       "if_rot_acc": following.if_rot_acc, "vq": _finite(vq)}
+        if self.scorers.mode == COMPAT_MODE:  # the release's training reward of this clip, beside its eval
+            clip_record["fine_action"] = compat_fine_action(estimate.poses, view.script)
+        self._per_clip.append(clip_record)
         self._commanded.extend(following.commanded.tolist())
         self._detected.extend(following.detected.tolist())
         self._raw.append({name: values[2:] for name, values in quality.raw.items()})
@@ -162,9 +165,7 @@ class CaseScorer:
         undecided = float(np.mean(np.concatenate(self._undecided)))
         warnings = [w for w in (low_confidence_warning(confidence), undecided_warning(undecided)) if w]
         return {
-            "if_acc": float(np.mean([c["if_acc"] for c in per_clip])),
-            "if_trans_acc": float(np.mean([c["if_trans_acc"] for c in per_clip])),
-            "if_rot_acc": float(np.mean([c["if_rot_acc"] for c in per_clip])),
+            **case_following(per_clip, self.scorers.mode),
             "vq": _finite(float(np.nanmean([np.nan if c["vq"] is None else c["vq"] for c in per_clip]))),
             "vq_raw": {name: _finite(float(np.nanmean(np.concatenate([r[name] for r in raw])))) for name in raw_names},
             "per_clip": per_clip,
@@ -178,6 +179,17 @@ class CaseScorer:
             "undecided_share": round(undecided, 4),
             **({"warnings": warnings} if warnings else {}),
         }
+
+
+def case_following(per_clip: list[dict], mode: str) -> dict[str, float]:
+    """The case's three IF accuracies from its clips': the mean over clips by default; in
+    ``worldcompass-compat`` mode the mean over all 4-frame chunks, as the release averages (each
+    clip weighted by its transitions, so clip 0's 3 chunks count as 3, not as one clip of 4)."""
+    names = ("if_acc", "if_trans_acc", "if_rot_acc")
+    if mode != COMPAT_MODE:
+        return {name: float(np.mean([c[name] for c in per_clip])) for name in names}
+    transitions = [c["frames"][1] - c["frames"][0] + 1 for c in per_clip]
+    return {name: float(np.average([c[name] for c in per_clip], weights=transitions)) for name in names}
 
 
 LOW_CONFIDENCE = 0.3  # a window's tracks this few or this poorly fitting: its motion is a guess
@@ -266,20 +278,33 @@ def clip_view(video: np.ndarray, script: Script, clip: int, latents_per_clip: in
                     true_poses=None if true_poses is None else true_poses[first:last + 1])
 
 
-def score_clip_following(view: ClipView, scorers: Scorers, fov_deg: float | None = None,
-                         K: np.ndarray | None = None, mask: np.ndarray | None = None) -> tuple[FollowingResult, Any]:
-    """IF of one clip view (all its transitions) and the pose estimate it came from. ``mask``:
-    (H, W) bool pixels to leave out of camera tracking (a burnt-in overlay)."""
+def estimate_clip(view: ClipView, scorers: Scorers, fov_deg: float | None = None, K: np.ndarray | None = None,
+                  mask: np.ndarray | None = None) -> Any:
+    """The camera estimate of one clip view (its poses relative to the frame before the clip).
+    ``mask``: (H, W) bool pixels to leave out of camera tracking (a burnt-in overlay)."""
     options = {"true_poses": view.true_poses} if getattr(scorers.estimator, "uses_true_poses", False) else {}
     if mask is not None:
         if not getattr(scorers.estimator, "accepts_mask", False):
             raise ValueError(f"estimator {scorers.estimator.name!r} cannot leave a mask out of tracking; "
                              "score with --estimator opencv or drop the mask")
         options["mask"] = mask
-    estimate = scorers.estimator.estimate(view.frames, K=K, fov_deg=fov_deg, **options)
+    return scorers.estimator.estimate(view.frames, K=K, fov_deg=fov_deg, **options)
+
+
+def score_clip_following(view: ClipView, scorers: Scorers, fov_deg: float | None = None,
+                         K: np.ndarray | None = None, mask: np.ndarray | None = None) -> tuple[FollowingResult, Any]:
+    """IF of one clip view (all its transitions) and the pose estimate it came from."""
+    estimate = estimate_clip(view, scorers, fov_deg, K, mask)
     result = score_following(estimate.poses, view.script, scorers.estimator.thresholds,
                              latents_per_clip=view.script.num_latents + 1, mode=scorers.mode)
     return result, estimate
+
+
+def score_clip_fine_action(view: ClipView, scorers: Scorers, fov_deg: float | None = None,
+                           K: np.ndarray | None = None, mask: np.ndarray | None = None) -> float:
+    """The released WorldCompass training reward of one clip view (:func:`compat_fine_action`),
+    whatever ``scorers.mode`` is: it is the release's rule by definition."""
+    return compat_fine_action(estimate_clip(view, scorers, fov_deg, K, mask).poses, view.script)
 
 
 def score_clip_quality(view: ClipView, scorers: Scorers, prompt: str = "") -> tuple[float, QualityResult]:

@@ -12,11 +12,17 @@ over the clip's transitions; per-case = mean over clips.
 the paper. Every frame transition is labelled at each translation threshold {0.002, 0.005,
 0.01} (strict ``>``, in the estimator's translation units per frame) with rotation at 0.2
 degrees per frame; per 4-frame chunk (one latent step) the accuracy of the best threshold is
-taken, after seeing the answer; IF is the mean over chunks. Its training reward
-``fine_action`` is, per chunk, the mean of the best threshold's translation accuracy and the
-rotation accuracy (rotation does not depend on the translation threshold):
-``FollowingResult.step_accuracy("mean")`` in this mode. Its alignment is the correct one
-above, not the released code's (one frame off).
+taken, after seeing the answer; IF is the mean over chunks (every chunk alike, so a clip of 3
+chunks weighs less than one of 4). Its alignment is the correct one above, not the released
+evaluation's (one frame off).
+
+The release's training reward ``fine_action`` (:func:`compat_fine_action`) is one number per
+clip: the clip's transitions (16, or 12 for clip 0) are labelled at each compat threshold, ONE
+threshold is chosen for the whole clip by its 81-class accuracy (the first on a tie), and the
+reward is the mean of that threshold's translation accuracy and the rotation accuracy. Its
+alignment is the one above (the release's training reward, unlike its evaluation, is not one
+frame off). ``FollowingResult.step_accuracy("mean")`` in compat mode is a per-latent variant
+(a threshold per chunk), which the trainer offers as ``fine_action_latent``.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from wcbench.core.actions import (
     relative_pose,
 )
 
-MODES = ("default", "worldcompass-compat")
+COMPAT_MODE = "worldcompass-compat"
+MODES = ("default", COMPAT_MODE)
 COMPAT_TRANSLATION_THRESHOLDS = (0.002, 0.005, 0.01)
 COMPAT_ROTATION_DEG = 0.2
 
@@ -94,14 +101,19 @@ def detected_labels(poses: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     return np.array(labels, dtype=np.int64)
 
 
+def compat_labels(poses: np.ndarray) -> np.ndarray:
+    """Full labels of every transition at each compat translation threshold (rotation at
+    0.2 degrees), ``(thresholds, transitions)``."""
+    return np.stack([detected_labels(poses, Thresholds(threshold, COMPAT_ROTATION_DEG))
+                     for threshold in COMPAT_TRANSLATION_THRESHOLDS])
+
+
 def _compat_hits(poses: np.ndarray, commanded: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-transition hits under the released WorldCompass rule: each transition labelled at
     every compat threshold; within each 4-transition chunk the full hits are those of the
     threshold with the most full hits and the translation hits those of the threshold with the
     most translation hits (the first on a tie). Returns (full, translation, rotation)."""
-    labels = np.stack([detected_labels(poses, Thresholds(threshold, COMPAT_ROTATION_DEG))
-                       for threshold in COMPAT_TRANSLATION_THRESHOLDS])  # (thresholds, transitions)
-    full_all, trans_all, rot_all = label_hits(commanded[None], labels)
+    full_all, trans_all, rot_all = label_hits(commanded[None], compat_labels(poses))
     rot = rot_all[0]  # rotation labels do not depend on the translation threshold
     full, trans = np.zeros_like(rot), np.zeros_like(rot)
     for start in range(0, len(commanded), FRAMES_PER_LATENT):
@@ -109,6 +121,23 @@ def _compat_hits(poses: np.ndarray, commanded: np.ndarray) -> tuple[np.ndarray, 
         full[chunk] = full_all[np.argmax(full_all[:, chunk].sum(axis=1)), chunk]
         trans[chunk] = trans_all[np.argmax(trans_all[:, chunk].sum(axis=1)), chunk]
     return full, trans, rot
+
+
+def compat_fine_action(poses: np.ndarray, script: Script) -> float:
+    """The released WorldCompass training reward of one clip (its ``fine_action_acc``).
+
+    ``poses`` (T, 4, 4) are the clip's frames with the frame before it (17, or 13 for clip 0),
+    ``script`` the clip's own latent steps. Every transition is labelled at each compat
+    threshold; the threshold with the highest 81-class accuracy over the whole clip is kept (the
+    first on a tie, as the release's ``argmax``); the reward is the mean of its translation
+    accuracy and the rotation accuracy. One number per clip, as the release trains on.
+    """
+    if len(poses) != script.num_frames:
+        raise ValueError(f"{len(poses)} frames, but the clip's {script.num_steps} latent steps need "
+                         f"{script.num_frames} (4L-3, with the frame before the clip)")
+    full, trans, rot = label_hits(commanded_labels(script)[None], compat_labels(poses))
+    best = int(np.argmax(full.mean(axis=1)))
+    return float(0.5 * (trans[best].mean() + rot[best].mean()))
 
 
 def clip_transitions(num_frames: int, latents_per_clip: int) -> list[range]:
