@@ -86,7 +86,8 @@ class RewardConfig:
     #                                gained more than IF 0.9 + VQ 0.1 over four seeds, VQ inside the baseline's
     #                                interval; a reward at weight 0 is scored and logged but not trained on
     estimator: str = "opencv"      # the following reward's camera-motion estimator
-    quality: str = "default"       # the quality reward's scorer: default | default-drift
+    quality: str = "default"       # the quality reward's scorer: default | default-drift | hpsv3-worldcompass
+    #                                (the release's HPSv3 drift reward: a GPU and local weights, docs/quality.md)
     z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
 
     def __post_init__(self) -> None:

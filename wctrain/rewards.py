@@ -12,7 +12,8 @@ The built-ins call the ``wcbench.scoring`` function that ``wcbench score`` uses 
 clip, so a reward and a benchmark number are the same number (``tests/wctrain/test_rewards.py``):
 
 - ``following``: IF accuracy (81-class) of each latent of the clip, per latent;
-- ``quality``: the clip's visual quality with the configured scorer, per clip;
+- ``quality``: the clip's visual quality with the configured scorer, per clip (for
+  ``hpsv3-worldcompass`` the release's training form of it);
 - ``fine_action``: the released WorldCompass training reward, one number per clip
   (``wcbench.scoring.following.compat_fine_action``: one compat translation threshold for the
   whole clip, chosen by its 81-class accuracy after seeing the answer; the mean of translation
@@ -36,7 +37,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from wcbench.core.registry import Registry
-from wcbench.scoring.case import ClipView, Scorers, score_clip_fine_action, score_clip_following, score_clip_quality
+from wcbench.scoring.case import (ClipView, Scorers, score_clip_fine_action, score_clip_following,
+                                  score_clip_quality_reward)
 from wcbench.scoring.following import COMPAT_MODE
 
 Reward = Callable[[list[ClipView], list[str]], Sequence[Any]]
@@ -70,14 +72,16 @@ class FollowingReward:
 
 @dataclass
 class QualityReward:
-    """Visual quality of a clip with the scorer the benchmark uses (``default`` or its drift
-    variant ``default-drift``: pick it when building ``scorers``)."""
+    """Visual quality of a clip with the scorer the benchmark uses (``default``, its drift
+    variant ``default-drift``, or ``hpsv3-worldcompass``: pick it when building ``scorers``):
+    the clip's vq, or the scorer's own training form where it has one (``hpsv3-worldcompass``:
+    the release's training reward, see ``wcbench.scoring.case.score_clip_quality_reward``)."""
 
     scorers: Scorers
 
     def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[float]:
         prompts = prompts or [""] * len(clips)
-        return [score_clip_quality(view, self.scorers, prompt)[0] for view, prompt in zip(clips, prompts)]
+        return [score_clip_quality_reward(view, self.scorers, prompt) for view, prompt in zip(clips, prompts)]
 
 
 @dataclass

@@ -159,3 +159,61 @@ class StillQuality:
 
     def score(self, frames: np.ndarray, prompt: str = "") -> QualityResult:
         return QualityResult(per_frame=np.zeros(len(frames)), raw={})
+
+
+# ---------------------------------------------------------------- HPSv3 drift (hpsv3-worldcompass)
+
+QUALITY_PROMPT = "A high-quality, ultra-detailed and well-structured image."
+
+
+class ColourPreference:
+    """An HPSv3 stand-in: mu = 10 x mean red / 255, plus 0.5 for the release's fixed prompt."""
+
+    def reward(self, image_paths, prompts):
+        red = np.array([np.asarray(image, dtype=np.float64)[..., 0].mean() / 255 for image in image_paths])
+        return np.stack([10 * red + 0.5 * np.array([p == QUALITY_PROMPT for p in prompts]), np.ones(len(red))], 1)
+
+
+def release_hps(frame: np.ndarray) -> float:
+    """What the release scores: the frame saved as a JPEG by PIL (default quality 75) and read back."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="JPEG")
+    return float(ColourPreference().reward([Image.open(buffer).convert("RGB")], [QUALITY_PROMPT])[0, 0])
+
+
+def release_eval_drift(video: np.ndarray) -> float:
+    """The evaluation: chunk c (c = 0 .. L-2) scored on its last frame 4c + 4; drift -|q - q_0|;
+    the mean over the last 4 chunks only."""
+    first = release_hps(video[0])
+    drifts = [-abs(release_hps(video[4 * c + 4]) - first) for c in range((len(video) - 1) // 4)]
+    return sum(drifts[-4:]) / len(drifts[-4:])
+
+
+def release_training_drift(video: np.ndarray, view_frames: np.ndarray) -> float:
+    """The training reward of one clip: frames 3, 7, 11, 15 of its view (images[3::4]), drift
+    against frame 0 of the video, averaged."""
+    first = release_hps(video[0])
+    drifts = [-abs(release_hps(frame) - first) for frame in view_frames[3::4]]
+    return sum(drifts) / len(drifts)
+
+
+def test_hpsv3_worldcompass_benchmark_is_the_last_4_chunks_and_the_reward_the_training_form():
+    from wcbench.scoring.case import score_clip_quality_reward
+    from wcbench.scoring.hpsv3 import WorldCompassHPSv3Scorer
+
+    script = parse_script("w-3, w-4, w-4, w-2")  # 53 frames; the last 4 chunks span clips 2 and 3
+    rng = np.random.default_rng(5)
+    video = np.zeros((script.num_frames, 16, 16, 3), np.uint8)
+    video[..., 0] = rng.integers(30, 230, script.num_frames)[:, None, None]
+    scorers = Scorers(build_estimator("gt"), WorldCompassHPSv3Scorer(inferencer=ColourPreference(), device="cpu"))
+    record = score_frames(video, script, scorers, true_poses=np.repeat(np.eye(4)[None], len(video), 0))
+    assert record["vq"] == pytest.approx(release_eval_drift(video), abs=1e-9)
+    assert [c["vq"] is None for c in record["per_clip"]] == [True, True, False, False]  # outside the window
+    for clip in range(4):
+        view = clip_view(video, script, clip)
+        reward = score_clip_quality_reward(view, scorers)
+        assert reward == pytest.approx(release_training_drift(video, view.frames), abs=1e-9)

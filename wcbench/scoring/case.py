@@ -90,6 +90,7 @@ class CaseScorer:
         self._commanded: list[int] = []
         self._detected: list[int] = []
         self._raw: list[dict] = []
+        self._window_vq: list[np.ndarray] = []  # per-frame vq inside the scorer's evaluation window
         self._confidence: list[np.ndarray] = []
         self._masked: list[float] = []
         self._movers: list[np.ndarray] = []
@@ -131,6 +132,7 @@ class CaseScorer:
             following, estimate = score_clip_following(view, self.scorers, fov_deg=self.fov_deg, K=self.K,
                                                        mask=self.mask)
             vq, quality = quality_job.result()
+        vq = self._windowed_vq(vq, quality, last)
         clip_record = {"clip": clip, "frames": [4 * steps.start - 3, 4 * steps.stop - 4],
                        "if_acc": following.if_acc, "if_trans_acc": following.if_trans_acc,
                        "if_rot_acc": following.if_rot_acc, "vq": _finite(vq)}
@@ -151,6 +153,24 @@ class CaseScorer:
         self._pending = self._pending[count - 1:]  # the clip's last frame opens the next clip
         self._first = last
 
+    def _windowed_vq(self, vq: float, quality: QualityResult, last: int) -> float | None:
+        """The clip's vq as the case's vq reads it. A scorer with ``evaluation_chunks`` N (the
+        release's HPSv3 evaluation) counts only the video's last N 4-frame chunks: the clip's vq
+        is the mean over its frames inside that window, None when it has none."""
+        chunks = getattr(self.scorers.quality, "evaluation_chunks", None)
+        if not chunks:
+            return vq
+        frames = np.arange(self._first + 1, last + 1)  # the clip's generated frames, video indices
+        inside = np.asarray(quality.per_frame, dtype=np.float64)[2:][frames > self.script.num_frames - 1 - 4 * chunks]
+        self._window_vq.append(inside)
+        return float(np.nanmean(inside)) if len(inside) and not np.all(np.isnan(inside)) else None
+
+    def _case_vq(self) -> float | None:
+        """The mean of the clips' vq; under an evaluation window the mean over its frames."""
+        if self._window_vq:
+            return _finite(float(np.nanmean(np.concatenate(self._window_vq))))
+        return _finite(float(np.nanmean([np.nan if c["vq"] is None else c["vq"] for c in self._per_clip])))
+
     def finish(self, commanded_poses: np.ndarray | None = None) -> dict:
         """The record fields (if_acc, vq, per_clip, labels, paths, ...). Raises ValueError when
         the frame count does not match the script (4L-3). ``commanded_poses`` (camera-to-world
@@ -166,7 +186,7 @@ class CaseScorer:
         warnings = [w for w in (low_confidence_warning(confidence), undecided_warning(undecided)) if w]
         return {
             **case_following(per_clip, self.scorers.mode),
-            "vq": _finite(float(np.nanmean([np.nan if c["vq"] is None else c["vq"] for c in per_clip]))),
+            "vq": self._case_vq(),
             "vq_raw": {name: _finite(float(np.nanmean(np.concatenate([r[name] for r in raw])))) for name in raw_names},
             "per_clip": per_clip,
             "labels": {"commanded": self._commanded, "detected": self._detected},
@@ -305,6 +325,15 @@ def score_clip_fine_action(view: ClipView, scorers: Scorers, fov_deg: float | No
     """The released WorldCompass training reward of one clip view (:func:`compat_fine_action`),
     whatever ``scorers.mode`` is: it is the release's rule by definition."""
     return compat_fine_action(estimate_clip(view, scorers, fov_deg, K, mask).poses, view.script)
+
+
+def score_clip_quality_reward(view: ClipView, scorers: Scorers, prompt: str = "") -> float:
+    """The quality reward of one clip view: the scorer's own training form when it has one (the
+    release's HPSv3 reward, ``score_training_clip``), else the clip's vq (:func:`score_clip_quality`)."""
+    training_form = getattr(scorers.quality, "score_training_clip", None)
+    if training_form is not None:
+        return float(training_form(np.concatenate([view.reference[None], view.frames]), prompt))
+    return score_clip_quality(view, scorers, prompt)[0]
 
 
 def score_clip_quality(view: ClipView, scorers: Scorers, prompt: str = "") -> tuple[float, QualityResult]:

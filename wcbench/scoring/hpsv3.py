@@ -31,6 +31,8 @@ Two definitions (docs/quality.md sets them side by side):
   ``-|q_c - q_0|`` against the first frame; a chunk's vq is the weighted mean of
   caption score, quality score and drift with the release's weights (0, 0, 1); frames pass
   through a JPEG round trip at PIL's default quality 75, as the release's temporary files do.
+  A case's vq is the mean over its last 4 chunks (the release's evaluation); the trainer's
+  reward is the release's training form of each clip (:meth:`WorldCompassHPSv3Scorer.score_training_clip`).
 """
 
 from __future__ import annotations
@@ -249,34 +251,68 @@ def chunk_ends(num_frames: int, chunk: int = 4) -> np.ndarray:
 
 class WorldCompassHPSv3Scorer:
     """The released WorldCompass definition: per 4-frame chunk, HPSv3 of its last frame against
-    the fixed quality prompt, drift -|q_c - q_0|, combined with the release's weights."""
+    the fixed quality prompt, drift -|q_c - q_0|, combined with the release's weights.
+
+    Two forms, as the release has two (docs/quality.md):
+
+    - the benchmark (``score``, the release's evaluation ``CompassReward.score_video``): every
+      chunk is scored, and a case's vq is the mean over its last ``evaluation_chunks`` (4) chunks
+      only, the release's ``hps_drift_score[-4:]``; per-clip vq covers only the frames in that
+      window (``None`` for clips before it);
+    - the training reward (``score_training_clip``, the release's ``CompassReward.reward``): one
+      number per clip from the third frame of each of its latents.
+    """
 
     name = "hpsv3-worldcompass"
-    version = "1"
+    version = "2"  # 2: the case's vq is the mean over its last 4 chunks, as the release evaluates
     higher_is_better = True
+    evaluation_chunks = 4
 
     def __init__(self, inferencer: Any = None, **options: Any) -> None:
         self.config = build_config(self.name, {"jpeg_quality": 75}, options)
         self.model = HPSv3Model(self.config, inferencer)
+
+    def _terms(self, frames: np.ndarray, scored: np.ndarray, prompt: str) -> dict[str, np.ndarray]:
+        """Quality, caption (NaN at weight 0) and drift of ``frames[scored]``; ``scored[0]`` must
+        be frame 0, the drift's reference q_0."""
+        quality = self.model.score([frames[i] for i in scored], [QUALITY_PROMPT] * len(scored))
+        caption = (self.model.score([frames[i] for i in scored], [prompt] * len(scored)) if self.config.weights[0] > 0
+                   else np.full(len(scored), np.nan))
+        return {"quality": quality, "caption": caption, "drift": -np.abs(quality - quality[0])}
+
+    def _combine(self, quality: Any, caption: Any, drift: Any) -> Any:
+        """The weighted mean of the three terms with the configured weights (caption only when its
+        weight is not 0: it is not computed otherwise)."""
+        w_caption, w_quality, w_drift = self.config.weights
+        combined = w_quality * quality + w_drift * drift + (w_caption * caption if w_caption > 0 else 0.0)
+        return combined / (w_caption + w_quality + w_drift)
 
     def score(self, frames: np.ndarray, prompt: str = "") -> QualityResult:
         """Chunk scores spread over each chunk's frames; frame 0 is the reference (drift 0)."""
         frames = _rgb(check_frames(frames))
         ends = chunk_ends(len(frames))
         scored = np.unique(np.r_[0, ends])  # frame 0 always: q_0, the drift's reference
-        w_caption, w_quality, w_drift = self.config.weights
-        quality = self.model.score([frames[i] for i in scored], [QUALITY_PROMPT] * len(scored))
-        caption = (self.model.score([frames[i] for i in scored], [prompt] * len(scored)) if w_caption > 0
-                   else np.full(len(scored), np.nan))
-        drift = -np.abs(quality - quality[0])
-        chunk_vq = (w_quality * quality + w_drift * drift + (w_caption * caption if w_caption > 0 else 0.0))
-        chunk_vq = chunk_vq / (w_caption + w_quality + w_drift)
+        terms = self._terms(frames, scored, prompt)
+        chunk_vq = self._combine(terms["quality"], terms["caption"], terms["drift"])
         # Each frame takes the value of the chunk it belongs to: the next scored frame at or after it.
         owner = scored[np.searchsorted(scored, np.arange(len(frames)))]
         position = np.searchsorted(scored, owner)
         raw = {name: np.full(len(frames), np.nan) for name in ("hpsv3_quality", "hpsv3_caption", "hpsv3_drift")}
-        raw["hpsv3_quality"][scored], raw["hpsv3_caption"][scored], raw["hpsv3_drift"][scored] = quality, caption, drift
+        for name in ("quality", "caption", "drift"):
+            raw[f"hpsv3_{name}"][scored] = terms[name]
         return QualityResult(per_frame=chunk_vq[position], raw=raw)
+
+    def score_training_clip(self, frames: np.ndarray, prompt: str = "") -> float:
+        """The release's training reward of one clip. ``frames[0]`` is frame 0 of the video (q_0),
+        ``frames[1:]`` the clip view (the frame before the clip, then the clip: 17 frames, or 13
+        for clip 0). The view's frames 3, 7, 11, 15 (the third of each latent's four, the
+        release's ``images[3::4]``) are scored; each term is their mean, then weighted."""
+        frames = _rgb(check_frames(frames))
+        scored = np.r_[0, np.arange(4, len(frames), 4)]  # view index 3 is index 4 after frame 0
+        if len(scored) < 2:
+            raise ValueError(f"a clip view of {len(frames) - 1} frames has no latent to score (it needs 5 or more)")
+        terms = self._terms(frames, scored, prompt)
+        return float(self._combine(*(terms[name][1:].mean() for name in ("quality", "caption", "drift"))))
 
 
 def _rgb(frames: np.ndarray) -> np.ndarray:
