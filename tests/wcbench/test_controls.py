@@ -158,9 +158,33 @@ def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_contro
     assert fake.LOADED == [(str(weights), "cpu", 2.0)]
     script = case.parsed()
     yaw = np.array([a.yaw for a in script.frame_actions()])
-    assert np.array_equal(fake.yaw_per_frame(model._pipeline.controls, script.num_frames), yaw)
+    # (matrix-game's command runs on past the case's frames to whole blocks: see the next test)
+    assert np.array_equal(fake.yaw_per_frame(model._pipeline.controls, script.num_frames)[:len(yaw)], yaw)
     shift = 2 * int(yaw.sum())
+    assert len(video) == script.num_frames
     assert np.array_equal(video[-1], np.roll(world.image, -shift, axis=1))
+
+
+def test_matrix_game_pads_its_command_to_whole_blocks(tmp_path, monkeypatch, write_tiny_suite):
+    """Matrix-Game 2.0 generates 3 latents per block; a 32-latent case (125 frames) is asked for
+    33 latents (129 frames), the last action held, and the case's 125 frames are kept."""
+    package = tmp_path / "checkout"
+    package.mkdir()
+    (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
+    (tmp_path / "weights").mkdir()
+    monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    suite = load_suite(write_tiny_suite(tmp_path, tracks=("basic",)))
+    from wcbench.run.runner import generate_case
+
+    for block_size, asked in ((3, 129), (1, 125)):
+        model = build_model("matrix-game", include_paths=[package], weights=str(tmp_path / "weights"),
+                            loader="fake_release:load_pipeline", block_size=block_size)
+        video, _, _ = generate_case(model, suite, suite.cases[0], seed=0)
+        keyboard = model._pipeline.controls["keyboard_condition"]
+        assert len(video) == 125 and len(keyboard) == asked
+        assert (keyboard[124:] == keyboard[124]).all()  # the last action held over the padding
+    with pytest.raises(ValueError, match="block_size is latents per block"):
+        build_model("matrix-game", weights=str(tmp_path / "weights"), loader="x:y", block_size=0)
 
 
 def test_family_adapter_refuses_missing_weights_and_reads_its_size(tmp_path):
@@ -169,3 +193,30 @@ def test_family_adapter_refuses_missing_weights_and_reads_its_size(tmp_path):
     assert build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832x480").resolution == (832, 480)
     with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
         build_model("worldplay", weights=str(tmp_path), loader="x:y", resolution="832")
+
+
+def test_worldplay_translation_per_latent_is_selectable(tmp_path, monkeypatch, write_tiny_suite):
+    """The suites move 0.2 per latent; translation_per_latent=0.08 gives WorldPlay's own pose-string
+    scale, with the turns unchanged."""
+    package = tmp_path / "checkout"
+    package.mkdir()
+    (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
+    (tmp_path / "weights").mkdir()
+    monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    suite = load_suite(write_tiny_suite(tmp_path, tracks=("basic",)))
+    from wcbench.run.runner import generate_case
+
+    steps = {}
+    for scale in (None, 0.08):
+        model = build_model("worldplay", include_paths=[package], weights=str(tmp_path / "weights"),
+                            loader="fake_release:load_pipeline", translation_per_latent=scale)
+        generate_case(model, suite, suite.cases[0], seed=0)
+        poses = model._pipeline.controls["poses"]
+        c2w = [np.array(poses[str(k)]["extrinsic"]) for k in range(len(poses))]
+        steps[scale] = [np.linalg.inv(a) @ b for a, b in zip(c2w, c2w[1:])]
+    lengths = {scale: np.array([np.linalg.norm(s[:3, 3]) for s in rel]) for scale, rel in steps.items()}
+    moving = lengths[None] > 1e-9
+    assert moving.any() and np.allclose(lengths[None][moving], 0.2) and np.allclose(lengths[0.08][moving], 0.08)
+    assert all(np.allclose(a[:3, :3], b[:3, :3]) for a, b in zip(steps[None], steps[0.08]))
+    with pytest.raises(ValueError, match="translation_per_latent must be positive"):
+        build_model("worldplay", weights=str(tmp_path / "weights"), loader="x:y", translation_per_latent=0)
