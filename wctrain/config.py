@@ -17,6 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 CONF_DIR = Path(__file__).parent / "conf"
+STD_SCOPES = ("group", "global")  # reward.std_scope (wctrain.advantages.AdvantageConfig.std_scope)
 
 ROLLOUTS = ("clip", "sample")  # sample: G whole videos (the paper's sample-level ablation)
 LOSSES = ("nft", "rwr")        # rwr: reward-weighted regression (the paper's ablation)
@@ -89,6 +90,11 @@ class RewardConfig:
     quality: str = "default"       # the quality reward's scorer: default | default-drift | hpsv3-worldcompass
     #                                (the release's HPSv3 drift reward: a GPU and local weights, docs/quality.md)
     z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
+    std_scope: str = "group"       # normalise each reward by its group's std | global: one std over every
+    #                                group of every rank (the release's --std_type global; per-clip rewards only)
+    unbiased_std: bool = False     # the unbiased std (ddof 1, torch's default, the release's) instead of ddof 0
+    normalize_weights: bool = False  # divide the weights by their sum (the release's w_k / sum w)
+    eps: float = 1.0e-6            # added to the std (the release: 1e-8)
 
     def __post_init__(self) -> None:
         if not self.funcs:
@@ -100,6 +106,10 @@ class RewardConfig:
             raise ValueError(f"reward.funcs names a reward twice: {list(self.funcs)}")
         if any(w < 0 for w in self.weights):
             raise ValueError(f"reward.weights must be non-negative, got {list(self.weights)}")
+        _choice("reward.std_scope", self.std_scope, STD_SCOPES)
+        if self.normalize_weights and sum(self.weights) <= 0:
+            raise ValueError(f"reward.normalize_weights=true needs weights with a positive sum, "
+                             f"got {list(self.weights)}")
 
     @property
     def weight_of(self) -> dict[str, float]:
@@ -108,8 +118,10 @@ class RewardConfig:
 
 @dataclass
 class PolicyConfig:
-    old_max_decay: float = 0.5     # EMA old policy (rollouts and v_old)
-    old_ramp: float | None = 0.02
+    old_max_decay: float = 0.5     # EMA old policy (rollouts and v_old): decay at update n (0-based)
+    old_ramp: float | None = 0.02  # min(old_max_decay, old_min_decay + old_ramp (n - old_flat_steps)),
+    old_min_decay: float = 0.0     # 0 before update old_flat_steps; the release: 0.9, 0.01, 0.2, -1
+    old_flat_steps: int = 0        # (-1: its steps count from 1), recipe=worldcompass-release
     eval_decay: float = 0.9        # separate EMA for evaluation and the exported model
 
 

@@ -38,22 +38,26 @@ import torch
 from torch import nn
 
 
-def decay_schedule(step: int, max_decay: float = 0.5, ramp: float | None = 0.001, flat_steps: int = 0) -> float:
+def decay_schedule(step: int, max_decay: float = 0.5, ramp: float | None = 0.001, flat_steps: int = 0,
+                   min_decay: float = 0.0) -> float:
     """EMA decay at update ``step`` (0-based): 0 for the first ``flat_steps`` updates, then
-    ``min(max_decay, ramp * (step - flat_steps))``; ``ramp=None`` jumps straight to ``max_decay``.
+    ``min(max_decay, min_decay + ramp * (step - flat_steps))``; ``ramp=None`` jumps straight to
+    ``max_decay``.
 
     The defaults are DiffusionNFT's default (its ``decay_type=1``): 0 at the start, reaching 0.5
     after 500 updates. Its ``decay_type=2`` is ``max_decay=0.999, ramp=0.0075, flat_steps=75``.
+    The released WorldCompass uses ``min(0.9, 0.2 + 0.01 s)`` at its training step s, counted
+    from 1: ``max_decay=0.9, min_decay=0.2, ramp=0.01, flat_steps=-1`` (update 0 is its step 1).
     """
-    if not 0 <= max_decay <= 1:
-        raise ValueError(f"max_decay must lie in [0, 1], got {max_decay}")
+    if not 0 <= min_decay <= max_decay <= 1:
+        raise ValueError(f"decays must satisfy 0 <= min_decay <= max_decay <= 1, got {min_decay}, {max_decay}")
     if ramp is not None and ramp < 0:
         raise ValueError(f"ramp must be non-negative (or None for a constant decay), got {ramp}")
     if step < flat_steps:
         return 0.0
     if ramp is None:
         return max_decay
-    return min(max_decay, ramp * (step - flat_steps))
+    return min(max_decay, min_decay + ramp * (step - flat_steps))
 
 
 @dataclass(frozen=True)
@@ -63,9 +67,10 @@ class DecaySchedule:
     max_decay: float = 0.5
     ramp: float | None = 0.001
     flat_steps: int = 0
+    min_decay: float = 0.0
 
     def __call__(self, step: int) -> float:
-        return decay_schedule(step, self.max_decay, self.ramp, self.flat_steps)
+        return decay_schedule(step, self.max_decay, self.ramp, self.flat_steps, self.min_decay)
 
 
 def build_frozen_copy(model: nn.Module) -> nn.Module:
@@ -158,8 +163,9 @@ class EMA:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``; a different schedule is an error (the resume would not be
         exact), so change the config back or start a new run."""
-        if state["schedule"] != asdict(self.schedule):
-            raise ValueError(f"the checkpoint's EMA schedule {state['schedule']} differs from the config's "
+        stored = asdict(DecaySchedule(**state["schedule"]))  # checkpoints from before min_decay: its default
+        if stored != asdict(self.schedule):
+            raise ValueError(f"the checkpoint's EMA schedule {stored} differs from the config's "
                              f"{asdict(self.schedule)}")
         self.module.load_state_dict(state["shadow"])
         self.num_updates = int(state["num_updates"])

@@ -40,7 +40,7 @@ from wcbench.report.summary import summarize
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
-from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages
+from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages, compute_pooled_std
 from wctrain.checkpoint import (TrainingState, append_metrics, check_same_reward_scorers, load_checkpoint,
                                 save_checkpoint, truncate_metrics)
 from wctrain.config import TrainerConfig, to_trainer_config
@@ -146,7 +146,7 @@ def build_run(cfg: TrainerConfig) -> Run:
         ds_config.update(train_micro_batch_size_per_gpu=1, gradient_accumulation_steps=cfg.rl.groups_per_rank)
     model = build_model(cfg, accelerator)
     # the EMAs are full copies made before prepare (which may shard the trained model)
-    old = EMA(model, DecaySchedule(cfg.policy.old_max_decay, ramp=cfg.policy.old_ramp))
+    old = EMA(model, old_policy_schedule(cfg))
     eval_ema = EMA(model, DecaySchedule(cfg.policy.eval_decay, ramp=None))
     optimizer = torch.optim.AdamW(optimizer_groups(model, cfg.rl.lr, cfg.rl.shared_lr), weight_decay=0.0)
     prepared, optimizer = accelerator.prepare(VelocityField(model), optimizer)
@@ -162,9 +162,24 @@ def build_run(cfg: TrainerConfig) -> Run:
         accelerator.print(f"note: {type(model).__name__} exposes no action_embedding; rollouts explore by the "
                           f"sampler's noise alone (rl.sampler_eta={cfg.rl.sampler_eta})")
     return Run(cfg, accelerator, prepared, optimizer, old, eval_ema, rewards,
-               AdvantageConfig(weights=cfg.reward.weight_of, z=cfg.reward.z, top_k=cfg.rl.top_k),
+               advantage_config(cfg),
                suite, {c.scene_seed for c in load_suite(cfg.eval.suite).cases},
                model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header())
+
+
+def old_policy_schedule(cfg: TrainerConfig) -> DecaySchedule:
+    """The old policy's EMA decay schedule (``policy.old_*``)."""
+    policy = cfg.policy
+    return DecaySchedule(policy.old_max_decay, ramp=policy.old_ramp, flat_steps=policy.old_flat_steps,
+                         min_decay=policy.old_min_decay)
+
+
+def advantage_config(cfg: TrainerConfig) -> AdvantageConfig:
+    """How the run's rewards become r (weights, clip, best-of-N, normalisation)."""
+    reward = cfg.reward
+    return AdvantageConfig(weights=reward.weight_of, z=reward.z, top_k=cfg.rl.top_k, eps=reward.eps,
+                           std_scope=reward.std_scope, unbiased_std=reward.unbiased_std,
+                           normalize_weights=reward.normalize_weights)
 
 
 def _flat(config: dict, prefix: str = "") -> dict:
@@ -189,6 +204,23 @@ def roll_out(run: Run, step: int, episodes: list[Episode], clip: int) -> list[Gr
         return [rollout(run.old.module, episode, clip, rl.group_size, run.sigmas,
                         step_generator(rl.seed, step, group, 1), eta=rl.sampler_eta, exploration=exploration)
                 for group, episode in zip(run.groups, episodes)]
+
+
+def pooled_reward_std(run: Run, scores: list[dict]) -> dict[str, float] | None:
+    """Under ``reward.std_scope=global``, each reward's std over every candidate of every group of
+    every rank (gathered; ``None`` values left out), as the release's ``--std_type global``;
+    ``None`` under the default per-group std."""
+    if run.advantage.std_scope == "group":
+        return None
+    pooled = {}
+    for name in run.rewards:
+        if any(np.ndim(np.asarray(s[name], dtype=object)) != 1 for s in scores):
+            raise ValueError(f"reward.std_scope=global normalises per-clip rewards; {name!r} gives one value per "
+                             f"latent: use reward.std_scope=group or a per-clip reward (fine_action, quality)")
+        local = torch.tensor([[np.nan if v is None else float(v) for v in s[name]] for s in scores],
+                             dtype=torch.float64, device=run.accelerator.device)  # NaN: not applicable
+        pooled[name] = compute_pooled_std(run.accelerator.gather(local).cpu().numpy(), run.advantage.ddof)
+    return pooled
 
 
 def update_policy(run: Run, step: int, rollouts: list[GroupRollout],
@@ -313,8 +345,10 @@ def train(cfg: Any) -> Path:
             # 2. rewards: the benchmark's own scorers (and any user reward), checked for shape
             scores = [score_group(run.rewards, r.views, [e.prompt] * rl.group_size, r.candidates.shape[1])
                       for r, e in zip(rollouts, episodes)]
-            # 3. advantages normalised per group (per latent where a reward is), best-of-N, r
-            advantages = [compute_advantages(s, run.advantage) for s in scores]
+            # 3. advantages normalised per group (per latent where a reward is; or by one std pooled
+            #    over every group of every rank), best-of-N, r
+            pooled_std = pooled_reward_std(run, scores)
+            advantages = [compute_advantages(s, run.advantage, pooled_std) for s in scores]
             # 4. NFT loss on the target clip, gradients averaged over every group of every rank, step
             loss, deviation, grad_norm = update_policy(run, step, rollouts, advantages)
             # 5. EMA updates: the old policy for the next rollouts, the evaluation copy
