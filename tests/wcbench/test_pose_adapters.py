@@ -62,9 +62,9 @@ class FakeGeometryModel:
         return self
 
 
-def assert_matches_truth(estimate, num_frames: int):
+def assert_matches_truth(estimate, num_frames: int, stride: int = 4):
     truth = np.linalg.inv(true_trajectory()[0])[None] @ true_trajectory()
-    keys = keyframe_indices(num_frames)
+    keys = keyframe_indices(num_frames, stride)
     got, want = estimate.poses[keys], truth[keys]
     np.testing.assert_allclose(got[:, :3, :3], want[:, :3, :3], atol=1e-6)
     ratios = np.linalg.norm(got[1:, :3, 3], axis=1) / np.linalg.norm(want[1:, :3, 3], axis=1)
@@ -187,6 +187,9 @@ def test_da3_adapter_with_fake_package(fake_da3, tmp_path):
     assert fake_da3.loaded_from == str(tmp_path)
     assert estimate.units == "scene" and estimate.poses.shape == (25, 4, 4)
     assert_matches_truth(estimate, 25)
+    # frame_stride=1 (the release's interval=1): every frame is a keyframe, matched to the truth
+    every = build_estimator("da3", weights=tmp_path, device="cpu", chunk_size=8, frame_stride=1)
+    assert_matches_truth(every.estimate(coded_frames(25)), 25, stride=1)
 
 
 @pytest.fixture
@@ -239,10 +242,11 @@ def test_worldmirror_adapter_with_fake_module(monkeypatch, tmp_path):
         def eval(self):
             return self
 
-        def __call__(self, views, condition):
-            seen["condition"], seen["intrinsics"] = condition, views["camera_intrinsics"].shape
-            indices = [frame_index(image.numpy()) for image in views["img"][0]]
-            return {"camera_poses": torch.from_numpy(model.c2w_for(indices))[None]}
+        def __call__(self, views, cond_flags=(0, 0, 0)):  # the release's WorldMirror.forward signature
+            seen["condition"] = cond_flags
+            seen["intrinsics"] = views["camera_intrinsics"].shape if "camera_intrinsics" in views else None
+            seen["frames"] = [frame_index(image.numpy()) for image in views["img"][0]]
+            return {"camera_poses": torch.from_numpy(model.c2w_for(seen["frames"]))[None]}
 
     module = types.ModuleType("fake_worldmirror")
     module.WorldMirror = WorldMirror
@@ -251,6 +255,14 @@ def test_worldmirror_adapter_with_fake_module(monkeypatch, tmp_path):
     estimate = estimator.estimate(coded_frames(25), fov_deg=80.0)
     assert seen["condition"] == [0, 0, 1] and seen["intrinsics"][-2:] == (3, 3)
     assert_matches_truth(estimate, 25)
+    # the released WorldCompass reward: every frame (interval=1), no priors
+    release = build_estimator("worldmirror", weights=tmp_path, module="fake_worldmirror", device="cpu",
+                              chunk_size=32, frame_stride=1, use_intrinsics=False)
+    estimate = release.estimate(coded_frames(25), fov_deg=80.0)
+    assert seen["condition"] == [0, 0, 0] and seen["intrinsics"] is None and seen["frames"] == list(range(25))
+    assert_matches_truth(estimate, 25, stride=1)
+    with pytest.raises(ValueError, match="frame_stride is 4 .* or 1"):
+        build_estimator("worldmirror", weights=tmp_path, frame_stride=2)
 
 
 def test_missing_package_and_weights_are_explained(monkeypatch, tmp_path, fake_da3):

@@ -90,16 +90,19 @@ def resolve_intrinsics(width: int, height: int, K: np.ndarray | None, fov_deg: f
     return intrinsics_from_fov(width, height, DEFAULT_FOV_DEG if fov_deg is None else float(fov_deg))
 
 
-def latent_windows(num_frames: int) -> list[tuple[int, int]]:
-    """Latent windows ``(first, last)`` frame pairs: (0, 4), (4, 8), ...
+def latent_windows(num_frames: int, stride: int = FRAMES_PER_LATENT) -> list[tuple[int, int]]:
+    """Latent windows ``(first, last)`` frame pairs: (0, 4), (4, 8), ... (``stride`` frames
+    apart; 1: every transition its own window).
 
     Transitions into frames first+1..last share one commanded action. A video that is not
     4L-3 frames long ends with a shorter window over its remaining frames.
     """
+    if stride < 1:
+        raise ValueError(f"a window spans at least one transition, got stride {stride}")
     windows = []
     first = 0
     while first < num_frames - 1:
-        last = min(first + FRAMES_PER_LATENT, num_frames - 1)
+        last = min(first + stride, num_frames - 1)
         windows.append((first, last))
         first = last
     return windows
@@ -140,10 +143,10 @@ def per_transition(num_frames: int, windows: list[tuple[int, int]], values: list
     return out
 
 
-def poses_from_keyframes(num_frames: int, keyframe_poses: np.ndarray) -> PoseEstimate:
+def poses_from_keyframes(num_frames: int, keyframe_poses: np.ndarray, stride: int = FRAMES_PER_LATENT) -> PoseEstimate:
     """Per-frame poses from camera-to-world poses of the window boundary frames (0, 4, 8, ...
-    and the last frame), each window's motion spread evenly over its transitions."""
-    windows = latent_windows(num_frames)
+    and the last frame; every ``stride``-th), each window's motion spread evenly over its transitions."""
+    windows = latent_windows(num_frames, stride)
     if len(keyframe_poses) != len(windows) + 1:
         raise ValueError(f"{num_frames} frames have {len(windows) + 1} window boundaries, "
                          f"got {len(keyframe_poses)} keyframe poses")
@@ -151,9 +154,9 @@ def poses_from_keyframes(num_frames: int, keyframe_poses: np.ndarray) -> PoseEst
     return poses_from_windows(num_frames, windows, rels, [1.0] * len(windows))
 
 
-def keyframe_indices(num_frames: int) -> list[int]:
-    """Frames that bound the latent windows: 0, 4, 8, ... and the last frame."""
-    return [0] + [last for _, last in latent_windows(num_frames)]
+def keyframe_indices(num_frames: int, stride: int = FRAMES_PER_LATENT) -> list[int]:
+    """Frames that bound the latent windows: 0, 4, 8, ... (every ``stride``-th) and the last frame."""
+    return [0] + [last for _, last in latent_windows(num_frames, stride)]
 
 
 def relative_to_first(poses: np.ndarray) -> np.ndarray:

@@ -5,12 +5,16 @@ Each adapter imports its package only when first used and loads weights from a l
 downloaded. A missing package or path raises an error that says what to install or where
 to put the weights.
 
-The models see the frames that bound the latent windows (0, 4, 8, ... and the last), in
-chunks of ``chunk_size`` that overlap by two frames; each chunk is re-based on its first
-frame and its translation scale matched to the previous chunk on the shared pair, so one
-video gets one scale. Each window's motion is then spread evenly over its transitions,
-exactly as the OpenCV estimator does. ``units`` is ``"scene"``: the models' own normalised
-scale, so their thresholds come from calibration, like every estimator's.
+By default the models see the frames that bound the latent windows (0, 4, 8, ... and the
+last; ``frame_stride=4``), in chunks of ``chunk_size`` that overlap by two frames; each chunk
+is re-based on its first frame and its translation scale matched to the previous chunk on the
+shared pair, so one video gets one scale. Each window's motion is then spread evenly over its
+transitions, exactly as the OpenCV estimator does. ``frame_stride=1`` gives them every frame,
+as the released WorldCompass reward does (``interval=1``): four times the frames, so about four
+times the model calls, and each transition's own motion. The released reward also gave
+WorldMirror no priors (``cond_flags=[0, 0, 0]``): ``use_intrinsics=false``. ``units`` is
+``"scene"``: the models' own normalised scale, so their thresholds come from calibration, like
+every estimator's.
 """
 
 from __future__ import annotations
@@ -99,9 +103,13 @@ class FeedForwardPoseEstimator:
     weights_hint = ""
 
     def __init__(self, thresholds: Thresholds | None = None, weights: str | Path | None = None,
-                 device: str | None = None, chunk_size: int = 32, process_res: int = 518):
+                 device: str | None = None, chunk_size: int = 32, process_res: int = 518, frame_stride: int = 4):
         if chunk_size <= _OVERLAP:
             raise ValueError(f"{self.name}: chunk_size must exceed the overlap of {_OVERLAP} frames")
+        if frame_stride not in (1, 4):
+            raise ValueError(f"{self.name}: frame_stride is 4 (the latent windows' boundaries, the default) or 1 "
+                             f"(every frame, as the released WorldCompass reward), got {frame_stride}")
+        self.frame_stride = frame_stride
         self.thresholds = thresholds_or_config(self.name, thresholds)
         self.weights = Path(weights) if weights is not None else self._configured_weights()
         self.device = device
@@ -148,12 +156,12 @@ class FeedForwardPoseEstimator:
             return PoseEstimate(np.eye(4)[None], np.ones(1), self.units)
         height, width = frames.shape[1:3]
         K_full = resolve_intrinsics(width, height, K, fov_deg)
-        keys = keyframe_indices(len(frames))
+        keys = keyframe_indices(len(frames), self.frame_stride)
         images = np.ascontiguousarray(frames[keys])
         step = self.chunk_size - _OVERLAP
         starts = range(0, max(len(images) - _OVERLAP, 1), step)
         chunks = [self._predict(images[start:start + self.chunk_size], K_full) for start in starts]
-        estimate = poses_from_keyframes(len(frames), chain_chunks(chunks))
+        estimate = poses_from_keyframes(len(frames), chain_chunks(chunks), self.frame_stride)
         estimate.units = self.units
         return estimate
 
@@ -235,7 +243,8 @@ class WorldMirrorPoseEstimator(FeedForwardPoseEstimator):
 
     The official code is a repository, not a package: pass ``repo=PATH`` (a clone, put on
     ``sys.path``) and, if your copy differs, ``module=`` the dotted path of the model file.
-    The known intrinsics are given to the model as a prior (``use_intrinsics``).
+    The known intrinsics are given to the model as a prior (``use_intrinsics``; the released
+    WorldCompass reward gives none: ``use_intrinsics=false``).
     """
 
     name = "worldmirror"
@@ -274,8 +283,8 @@ class WorldMirrorPoseEstimator(FeedForwardPoseEstimator):
             intrinsics = np.repeat((scale @ K)[None, None], len(images), axis=1)
             views["camera_intrinsics"] = torch.from_numpy(intrinsics).float().to(self._device())
             condition[2] = 1
-        with torch.no_grad():
-            predictions = self.model(views=views, condition=condition)
+        with torch.no_grad():  # WorldMirror.forward(views, cond_flags=[pose, depth, intrinsics])
+            predictions = self.model(views=views, cond_flags=condition)
         return np.asarray(predictions["camera_poses"][0].float().cpu().numpy(), dtype=float)
 
 
