@@ -217,3 +217,30 @@ def test_hpsv3_worldcompass_benchmark_is_the_last_4_chunks_and_the_reward_the_tr
         view = clip_view(video, script, clip)
         reward = score_clip_quality_reward(view, scorers)
         assert reward == pytest.approx(release_training_drift(video, view.frames), abs=1e-9)
+
+
+def rolled(yaw_deg: float, pitch_deg: float, roll_deg: float) -> np.ndarray:
+    """Rz(roll) Ry(yaw) Rx(pitch): the ZYX Euler angles are exactly (roll, yaw, pitch)."""
+    c, s = math.cos(math.radians(roll_deg)), math.sin(math.radians(roll_deg))
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ rotation(yaw_deg, pitch_deg)
+
+
+def test_compat_reads_rotation_as_the_releases_euler_angles_under_roll():
+    """With roll, the forward axis's direction and the ZYX Euler angles disagree near 0.2 degrees:
+    compat mode labels as the release does (the forward axis would read yaw 0.202 rolled by 10
+    degrees as 0.199, no turn)."""
+    from wcbench.core.actions import yaw_pitch_deg
+
+    script = parse_script("right-1")
+    poses = [np.eye(4)]
+    for euler_yaw in (0.202, 0.19, 0.21, 0.203):
+        step = np.eye(4)
+        step[:3, :3] = rolled(euler_yaw, 0.0, 10.0)
+        poses.append(poses[-1] @ step)
+    poses = np.stack(poses)
+    forward_axis_yaw = [yaw_pitch_deg((np.linalg.inv(a) @ b)[:3, :3])[0] for a, b in zip(poses, poses[1:])]
+    assert sum(y > 0.2 for y in forward_axis_yaw) == 1  # the default reading turns once, Euler three times
+    result = score_following(poses, script, ANY_THRESHOLDS, mode="worldcompass-compat")
+    np.testing.assert_array_equal(result.hits.T, release_hits(poses, script, 0.002))
+    assert result.if_rot_acc == 0.75
+    assert compat_fine_action(poses, script) == pytest.approx(release_fine_action(poses, script), abs=1e-9)

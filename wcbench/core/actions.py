@@ -21,6 +21,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -314,6 +315,19 @@ def yaw_pitch_deg(rotation: np.ndarray) -> tuple[float, float]:
     return yaw, pitch
 
 
+def euler_yaw_pitch_deg(rotation: np.ndarray) -> tuple[float, float]:
+    """Yaw (+ right) and pitch (+ up) in degrees as the released WorldCompass reads them: the y
+    and x angles of the ZYX Euler decomposition R = Rz Ry Rx (z is roll). With roll they differ
+    from :func:`yaw_pitch_deg` by a little (about 0.2 degrees for the turns of generated video),
+    enough to change a label at the 0.2-degree compat threshold."""
+    cos_yaw = math.hypot(rotation[0, 0], rotation[1, 0])
+    if cos_yaw > 1e-6:
+        pitch = math.atan2(rotation[2, 1], rotation[2, 2])
+    else:  # gimbal lock: the release's fallback
+        pitch = math.atan2(-rotation[1, 2], rotation[1, 1])
+    return math.degrees(math.atan2(-rotation[2, 0], cos_yaw)), math.degrees(pitch)
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Decision thresholds for turning a relative pose into labels.
@@ -353,9 +367,11 @@ def classify_rotation(yaw_deg: float, pitch_deg: float, threshold: float,
     return _ROTATION_INDEX[(sign(yaw_deg), sign(pitch_deg))]
 
 
-def classify_relative_pose(rel: np.ndarray, thresholds: Thresholds) -> tuple[int, int]:
-    """(translation label, rotation label) of a 4x4 relative pose."""
-    yaw, pitch = yaw_pitch_deg(rel[:3, :3])
+def classify_relative_pose(rel: np.ndarray, thresholds: Thresholds,
+                           angles: Callable[[np.ndarray], tuple[float, float]] = yaw_pitch_deg) -> tuple[int, int]:
+    """(translation label, rotation label) of a 4x4 relative pose; ``angles`` reads yaw and pitch
+    off its rotation (the forward axis's direction; :func:`euler_yaw_pitch_deg` for the release's)."""
+    yaw, pitch = angles(rel[:3, :3])
     return (
         classify_translation(rel[:3, 3], thresholds.translation),
         classify_rotation(yaw, pitch, thresholds.rotation_deg, thresholds.secondary_ratio),

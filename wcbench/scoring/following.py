@@ -11,8 +11,10 @@ over the clip's transitions; per-case = mean over clips.
 ``worldcompass-compat`` reproduces the released WorldCompass evaluation for comparison with
 the paper. Every frame transition is labelled at each translation threshold {0.002, 0.005,
 0.01} (strict ``>``, in the estimator's translation units per frame) with rotation at 0.2
-degrees per frame; per 4-frame chunk (one latent step) the accuracy of the best threshold is
-taken, after seeing the answer; IF is the mean over chunks (every chunk alike, so a clip of 3
+degrees per frame, yaw and pitch read as the release reads them (ZYX Euler angles, which a
+camera's roll moves a little; the default mode reads the forward axis's direction); per
+4-frame chunk (one latent step) the accuracy of the best threshold is taken, after seeing the
+answer; IF is the mean over chunks (every chunk alike, so a clip of 3
 chunks weighs less than one of 4). Its alignment is the correct one above, not the released
 evaluation's (one frame off).
 
@@ -28,6 +30,7 @@ frame off). ``FollowingResult.step_accuracy("mean")`` in compat mode is a per-la
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -39,7 +42,9 @@ from wcbench.core.actions import (
     Thresholds,
     classify_relative_pose,
     clip_step_ranges,
+    euler_yaw_pitch_deg,
     relative_pose,
+    yaw_pitch_deg,
 )
 
 COMPAT_MODE = "worldcompass-compat"
@@ -92,19 +97,21 @@ def commanded_labels(script: Script) -> np.ndarray:
     return np.array([action.label for action in script.frame_actions()], dtype=np.int64)
 
 
-def detected_labels(poses: np.ndarray, thresholds: Thresholds) -> np.ndarray:
-    """Full label of every transition from per-frame camera-to-world poses (T, 4, 4)."""
+def detected_labels(poses: np.ndarray, thresholds: Thresholds,
+                    angles: Callable[[np.ndarray], tuple[float, float]] = yaw_pitch_deg) -> np.ndarray:
+    """Full label of every transition from per-frame camera-to-world poses (T, 4, 4); ``angles``
+    reads yaw and pitch off each relative rotation (see ``classify_relative_pose``)."""
     labels = []
     for f in range(1, len(poses)):
-        t_label, r_label = classify_relative_pose(relative_pose(poses[f - 1], poses[f]), thresholds)
+        t_label, r_label = classify_relative_pose(relative_pose(poses[f - 1], poses[f]), thresholds, angles)
         labels.append(NUM_ROTATION * t_label + r_label)
     return np.array(labels, dtype=np.int64)
 
 
 def compat_labels(poses: np.ndarray) -> np.ndarray:
     """Full labels of every transition at each compat translation threshold (rotation at
-    0.2 degrees), ``(thresholds, transitions)``."""
-    return np.stack([detected_labels(poses, Thresholds(threshold, COMPAT_ROTATION_DEG))
+    0.2 degrees, yaw and pitch read as the release's ZYX Euler angles), ``(thresholds, transitions)``."""
+    return np.stack([detected_labels(poses, Thresholds(threshold, COMPAT_ROTATION_DEG), euler_yaw_pitch_deg)
                      for threshold in COMPAT_TRANSLATION_THRESHOLDS])
 
 
