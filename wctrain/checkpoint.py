@@ -105,6 +105,34 @@ def check_same_reward_scorers(run_dir: Path, scorers: dict) -> None:
                      f"Resume it with the wcbench it was started with, or pass a new run_dir.")
 
 
+def check_same_trajectories(run_dir: Path, trajectories: dict | None) -> None:
+    """Refuse to resume a run whose episodes came from another trajectory set (another content
+    hash, or none): its steps would not be the ones an uninterrupted run makes. ``trajectories``
+    is :meth:`wctrain.trajectories.TrajectorySet.header` or ``None``; runs that recorded no
+    ``trajectories`` entry (made before wctrain recorded it) are not checked."""
+    config = run_dir / "config.json"
+    if not ((run_dir / "latest").exists() and config.exists()):
+        return
+    recorded = json.loads(config.read_text())
+    if "trajectories" not in recorded:
+        return
+    before = recorded["trajectories"]
+    if _hash_of(before) != _hash_of(trajectories):
+        raise ValueError(f"{run_dir}: cannot resume: it trained on {_describe_trajectories(before)}, and this run "
+                         f"would train on {_describe_trajectories(trajectories)}. Resume it with the data.trajectories "
+                         f"it was started with (config.json), or pass a new run_dir.")
+
+
+def _hash_of(trajectories: dict | None) -> str | None:
+    return None if trajectories is None else trajectories["hash"]
+
+
+def _describe_trajectories(trajectories: dict | None) -> str:
+    if trajectories is None:
+        return "generated scripts only"
+    return f"the trajectories of {trajectories['folder']} (hash {trajectories['hash']})"
+
+
 def describe_scorers(header: dict) -> str:
     """``estimator opencv v9 (translation 0.00086, rotation 0.283 deg) and quality default v2``."""
     estimator, quality = header.get("estimator", {}), header.get("quality", {})

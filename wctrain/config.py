@@ -126,6 +126,37 @@ class PolicyConfig:
 
 
 @dataclass
+class EpisodeDataConfig:
+    """Where training episodes' scripts come from besides the generated ones (``data.*``)."""
+
+    trajectories: str | None = None  # a folder of WorldPlay pose JSON (one trajectory per file, or a list
+    #                                as the release's --random_pose_path file); null: generated scripts only
+    trajectory_share: float | None = None  # share of episodes drawn from it (null: 1 with trajectories, as
+    #                                the release trains on them alone; 0 without)
+    translation_threshold: float = 1.0e-4  # a latent step translates above this, rotates above
+    rotation_threshold_deg: float = 0.05    # this (the release's rule for its random poses' actions)
+
+    def __post_init__(self) -> None:
+        # the null default stays null here (hydra builds its schema from a default instance) and
+        # is resolved by ``share``
+        if self.trajectory_share is not None and not 0.0 <= self.trajectory_share <= 1.0:
+            raise ValueError(f"data.trajectory_share must be in [0, 1], got {self.trajectory_share}")
+        if self.share > 0 and self.trajectories is None:
+            raise ValueError(f"data.trajectory_share={self.trajectory_share} draws episodes from trajectories, but "
+                             f"data.trajectories is null: give the folder, data.trajectories=DIR")
+        if self.translation_threshold < 0 or self.rotation_threshold_deg < 0:
+            raise ValueError(f"data.translation_threshold and data.rotation_threshold_deg must be non-negative, got "
+                             f"{self.translation_threshold} and {self.rotation_threshold_deg}")
+
+    @property
+    def share(self) -> float:
+        """The share of episodes drawn from the trajectories, ``trajectory_share`` resolved."""
+        if self.trajectory_share is None:
+            return 0.0 if self.trajectories is None else 1.0
+        return self.trajectory_share
+
+
+@dataclass
 class EvalConfig:
     every: int = 450               # held-out wcbench evaluation every N steps (0: never); ~3.5 min for tinywm
     suite: str = "wc-mini-heldout"  # held out: training episodes never use its scene seeds
@@ -148,6 +179,7 @@ class TrainerConfig:
     rl: RLConfig = field(default_factory=RLConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    data: EpisodeDataConfig = field(default_factory=EpisodeDataConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
@@ -246,7 +278,7 @@ def _to_dataclass(cls: type, cfg: Any, parts: dict[str, type]) -> Any:
 def to_trainer_config(cfg: Any) -> TrainerConfig:
     """A TrainerConfig from a hydra DictConfig, a nested dict or a TrainerConfig."""
     return _to_dataclass(TrainerConfig, cfg, {"rl": RLConfig, "reward": RewardConfig, "policy": PolicyConfig,
-                                              "eval": EvalConfig})
+                                              "data": EpisodeDataConfig, "eval": EvalConfig})
 
 
 def to_pretrain_config(cfg: Any) -> PretrainConfig:

@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 
-from wcbench.core.actions import clip_step_actions
+from wcbench.core.actions import Thresholds, clip_step_actions
 from wcbench.core.environment import this_process_uses_a_gpu
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
@@ -41,8 +41,8 @@ from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages, compute_pooled_std
-from wctrain.checkpoint import (TrainingState, append_metrics, check_same_reward_scorers, load_checkpoint,
-                                save_checkpoint, truncate_metrics)
+from wctrain.checkpoint import (TrainingState, append_metrics, check_same_reward_scorers, check_same_trajectories,
+                                load_checkpoint, save_checkpoint, truncate_metrics)
 from wctrain.config import TrainerConfig, to_trainer_config
 from wctrain.curriculum import label_mask, update_label_accuracy
 from wctrain.episodes import sample_episode, step_generator
@@ -55,6 +55,7 @@ from wctrain.rewards import Reward, RewardContext, build_rewards, score_group
 from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
 from wctrain.schedule import target_clip
 from wctrain.trainable import optimizer_groups, resolve_trainable, select_trainable
+from wctrain.trajectories import TrajectoryMix, load_trajectory_set
 
 FOLLOWING = "following"  # the reward the curriculum reads
 
@@ -77,6 +78,7 @@ class Run:
     state: TrainingState
     run_dir: Path
     reward_scorers: dict    # the header of the scorers the rewards call (wcbench.scoring.case.Scorers)
+    mix: TrajectoryMix | None  # pose trajectories a share of the episodes come from (data.*)
 
     @property
     def trained(self) -> nn.Module:
@@ -125,13 +127,27 @@ def build_run_rewards(cfg: TrainerConfig, suite: Suite, scorers: Scorers) -> dic
     return rewards
 
 
+def build_trajectory_mix(cfg: TrainerConfig) -> TrajectoryMix | None:
+    """The pose trajectories of ``data.trajectories``, converted to episode-long scripts, and the
+    share of episodes drawn from them; ``None`` when no episode is (the default)."""
+    data = cfg.data
+    if data.share == 0:
+        return None
+    thresholds = Thresholds(data.translation_threshold, data.rotation_threshold_deg)
+    return TrajectoryMix(load_trajectory_set(data.trajectories, thresholds, 4 * cfg.rl.episode_clips - 1), data.share)
+
+
 def build_run(cfg: TrainerConfig) -> Run:
-    """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite; resumes."""
+    """Processes, model, its two EMAs, optimiser (prepared), rewards, episodes' suite and
+    trajectories; resumes."""
     suite = load_suite(cfg.suite)
     scorers = reward_scorers(cfg)
     rewards = build_run_rewards(cfg, suite, scorers)  # bad reward settings fail before the model loads
+    mix = build_trajectory_mix(cfg)  # ... as do malformed pose files
+    trajectories = mix.trajectories.header() if mix else None
     run_dir = Path(cfg.run_dir)
     check_same_reward_scorers(run_dir, scorers.header())  # ... and a resume that would mix two rewards
+    check_same_trajectories(run_dir, trajectories)  # ... or two episode sets
     # accelerate keeps its settings process-wide: a second train() in one process (a notebook, the
     # tests) would otherwise inherit the first one's mixed precision; the process group stays
     AcceleratorState._reset_state()
@@ -156,7 +172,8 @@ def build_run(cfg: TrainerConfig) -> Run:
         truncate_metrics(run_dir, state.step)
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(run_dir / "config.json", asdict(cfg) | {"reward_scorers": scorers.header()})
+        write_json(run_dir / "config.json", asdict(cfg) | {"reward_scorers": scorers.header(),
+                                                           "trajectories": trajectories})
     accelerator.init_trackers("wctrain", config=_flat(asdict(cfg)))
     if cfg.rl.explore > 0 and not supports_exploration(model):
         accelerator.print(f"note: {type(model).__name__} exposes no action_embedding; rollouts explore by the "
@@ -164,7 +181,7 @@ def build_run(cfg: TrainerConfig) -> Run:
     return Run(cfg, accelerator, prepared, optimizer, old, eval_ema, rewards,
                advantage_config(cfg),
                suite, {c.scene_seed for c in load_suite(cfg.eval.suite).cases},
-               model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header())
+               model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header(), mix)
 
 
 def old_policy_schedule(cfg: TrainerConfig) -> DecaySchedule:
@@ -339,8 +356,8 @@ def train(cfg: Any) -> Path:
             started = time.perf_counter()
             # 1. this rank's episodes and their rollouts with the old policy, one target clip
             clip = target_clip(step, rl.episode_clips, rl.clip_schedule, ramp_steps=rl.ramp_steps)
-            episodes = [sample_episode(rl, run.suite, step, group, run.held_out, run.state.label_accuracy, clip)
-                        for group in run.groups]
+            episodes = [sample_episode(rl, run.suite, step, group, run.held_out, run.state.label_accuracy, clip,
+                                       run.mix) for group in run.groups]
             rollouts = roll_out(run, step, episodes, clip)
             # 2. rewards: the benchmark's own scorers (and any user reward), checked for shape
             scores = [score_group(run.rewards, r.views, [e.prompt] * rl.group_size, r.candidates.shape[1])

@@ -8,8 +8,9 @@ import pytest
 from wcbench.core.actions import (NUM_LABELS, NUM_ROTATION, Action, ScriptError, StepSizes, Thresholds,
                                   classify_relative_pose, clip_step_ranges, frames_for_latents, intrinsics_from_fov,
                                   label_hits, label_name, latents_for_frames, load_worldplay_json, parse_script,
-                                  relative_pose, rot_x, rot_y, save_worldplay_json, script_from_steps,
-                                  script_trajectory, step_labels_from_latent_poses, step_of_frame)
+                                  relative_pose, rot_x, rot_y, save_worldplay_json, script_from_latent_poses,
+                                  script_from_steps, script_trajectory, step_labels_from_latent_poses,
+                                  step_of_frame)
 
 
 @pytest.mark.parametrize("text", [
@@ -176,6 +177,18 @@ def test_worldplay_json_bad_input(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="bad.json"):
         load_worldplay_json(path)
+    scaled = np.diag([2.0, 2.0, 2.0, 1.0])
+    path.write_text(json.dumps({"0": {"extrinsic": np.eye(4).tolist()}, "1": {"extrinsic": scaled.tolist()}}))
+    with pytest.raises(ValueError, match=r"bad\.json: latent 1: extrinsic is not a rigid .* not orthonormal"):
+        load_worldplay_json(path)
+
+
+def test_script_from_latent_poses_is_the_step_labels_run_length_encoded():
+    script = parse_script("w-2, w+left-3, up-2, none-1")
+    latent_poses = script_trajectory(script, StepSizes(0.05, 0.75))[::4]
+    assert script_from_latent_poses(latent_poses, Thresholds(0.1, 1.5)) == script
+    with pytest.raises(ValueError, match="at least 2 latent poses"):
+        script_from_latent_poses(latent_poses[:1], Thresholds(0.1, 1.5))
 
 
 def test_label_hits_split_full_translation_and_rotation():

@@ -458,6 +458,55 @@ def save_worldplay_json(path: str | Path, frame_poses: np.ndarray, K: np.ndarray
     Path(path).write_text(json.dumps(to_worldplay_json(frame_poses, K), indent=1))
 
 
+RIGID_TOLERANCE = 1e-4  # |R^T R - I| and |det R - 1| allowed in a pose file (float32 writers, rounding)
+
+
+def rigid_problem(matrix: np.ndarray) -> str | None:
+    """Why a 4x4 matrix is not a rigid camera pose (rotation, translation, last row 0 0 0 1), or
+    ``None`` when it is; scaled, sheared, mirrored or projective matrices have no camera motion."""
+    rotation = matrix[:3, :3]
+    if not np.isfinite(matrix).all():
+        return "holds NaN or infinity"
+    if not np.allclose(matrix[3], (0.0, 0.0, 0.0, 1.0), atol=RIGID_TOLERANCE):
+        return f"last row is {matrix[3].tolist()}, not [0, 0, 0, 1]"
+    if np.abs(rotation.T @ rotation - np.eye(3)).max() > RIGID_TOLERANCE:
+        return "rotation part is not orthonormal (scaled or sheared)"
+    if abs(np.linalg.det(rotation) - 1.0) > RIGID_TOLERANCE:
+        return "rotation part has determinant -1 (a mirror, not a rotation)"
+    return None
+
+
+def parse_worldplay_poses(data: object, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """One WorldPlay pose trajectory ``{"0": {"extrinsic": c2w, "K": K}, ...}`` as per-latent c2w
+    poses (L, 4, 4) and K (L, 3, 3), each pose checked to be rigid; ``where`` names the trajectory
+    (file, and index in a file of many) in every error."""
+    if not isinstance(data, dict) or not data:
+        raise ValueError(f"{where}: a trajectory must be a non-empty mapping of latent index to "
+                         f"{{\"extrinsic\": 4x4 c2w, \"K\": 3x3}}, got {type(data).__name__}")
+    keys = sorted(data, key=lambda k: int(k)) if all(str(k).isdigit() for k in data) else None
+    if not keys or [int(k) for k in keys] != list(range(len(keys))):
+        raise ValueError(f"{where}: keys must be latent indices 0..L-1")
+    poses, Ks = [], []
+    for key in keys:
+        entry = data[key]
+        if not isinstance(entry, dict) or "extrinsic" not in entry:
+            raise ValueError(f"{where}: latent {key}: needs an 'extrinsic' (4x4 camera-to-world)")
+        try:
+            extrinsic = np.asarray(entry["extrinsic"], dtype=float)
+            K = np.asarray(entry.get("K", np.eye(3)), dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: latent {key}: not a numeric matrix: {err}") from err
+        if extrinsic.shape != (4, 4) or K.shape != (3, 3):
+            raise ValueError(f"{where}: latent {key}: extrinsic must be 4x4 and K 3x3, got {extrinsic.shape} "
+                             f"and {K.shape}")
+        problem = rigid_problem(extrinsic)
+        if problem:
+            raise ValueError(f"{where}: latent {key}: extrinsic is not a rigid camera-to-world pose: {problem}")
+        poses.append(extrinsic)
+        Ks.append(K)
+    return np.stack(poses), np.stack(Ks)
+
+
 def load_worldplay_json(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read a WorldPlay pose JSON: per-latent c2w poses (L, 4, 4) and K (L, 3, 3)."""
     path = Path(path)
@@ -465,19 +514,7 @@ def load_worldplay_json(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: cannot read WorldPlay pose JSON: {err}") from err
-    keys = sorted(data, key=lambda k: int(k)) if all(str(k).isdigit() for k in data) else None
-    if not keys or [int(k) for k in keys] != list(range(len(keys))):
-        raise ValueError(f"{path}: keys must be latent indices 0..L-1")
-    poses, Ks = [], []
-    for key in keys:
-        entry = data[key]
-        extrinsic = np.asarray(entry.get("extrinsic"), dtype=float)
-        K = np.asarray(entry.get("K", np.eye(3)), dtype=float)
-        if extrinsic.shape != (4, 4) or K.shape != (3, 3):
-            raise ValueError(f"{path}: latent {key}: extrinsic must be 4x4 and K 3x3")
-        poses.append(extrinsic)
-        Ks.append(K)
-    return np.stack(poses), np.stack(Ks)
+    return parse_worldplay_poses(data, str(path))
 
 
 def step_labels_from_latent_poses(latent_poses: np.ndarray, thresholds: Thresholds) -> list[int]:
@@ -487,3 +524,12 @@ def step_labels_from_latent_poses(latent_poses: np.ndarray, thresholds: Threshol
         t_label, r_label = classify_relative_pose(relative_pose(latent_poses[k - 1], latent_poses[k]), thresholds)
         labels.append(NUM_ROTATION * t_label + r_label)
     return labels
+
+
+def script_from_latent_poses(latent_poses: np.ndarray, thresholds: Thresholds) -> Script:
+    """The action script a per-latent pose trajectory commands: each latent step labelled by
+    :func:`step_labels_from_latent_poses` (the benchmark's rule), run-length encoded."""
+    if len(latent_poses) < 2:
+        raise ValueError(f"a trajectory needs at least 2 latent poses to command a step, got {len(latent_poses)}")
+    return script_from_steps([Action.from_label(label)
+                              for label in step_labels_from_latent_poses(latent_poses, thresholds)])
