@@ -16,6 +16,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from wctrain.schedule import accumulation_plan
+
 CONF_DIR = Path(__file__).parent / "conf"
 STD_SCOPES = ("group", "global")  # reward.std_scope (wctrain.advantages.AdvantageConfig.std_scope)
 
@@ -45,6 +47,9 @@ class RLConfig:
     grad_clip: float = 1.0
     timestep_fraction: float = 0.5  # share of the sampler's timesteps each candidate trains on
     top_k: int | None = 3          # best-of-N: train on the top k and bottom k of G (null: all)
+    grad_accum_samples: int | None = None  # an optimiser step (and EMA updates, at the step's one decay)
+    #                                every this many selected candidates of a group (the release: 2, so 3 per
+    #                                step); null: one step over all of them
     clip_schedule: str = "cycle"   # cycle | progressive
     ramp_steps: int = 40           # progressive: steps until every clip is reachable
     episode_clips: int = 4         # training videos are this many clips long (4: 61 frames)
@@ -69,9 +74,16 @@ class RLConfig:
                              f"all followed), got {self.focus_floor}")
         if not 0.0 <= self.explore_focus < 1.0:
             raise ValueError(f"rl.explore_focus must be in [0, 1), got {self.explore_focus}")
+        if self.grad_accum_samples is not None:
+            accumulation_plan(self.num_selected, self.grad_accum_samples)  # refuses a k that does not divide
         self.segment_steps = list(self.segment_steps)
         if len(self.segment_steps) != 2 or not 1 <= self.segment_steps[0] <= self.segment_steps[1]:
             raise ValueError(f"rl.segment_steps must be [min, max] with 1 <= min <= max, got {self.segment_steps}")
+
+    @property
+    def num_selected(self) -> int:
+        """Candidates of a group the loss trains on: the top and bottom ``top_k`` of G, or all G."""
+        return self.group_size if self.top_k is None else min(self.group_size, 2 * self.top_k)
 
     @property
     def uses_curriculum(self) -> bool:

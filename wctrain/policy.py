@@ -132,8 +132,12 @@ class EMA:
         return self.schedule(self.num_updates)
 
     @torch.no_grad()
-    def update(self, model: nn.Module) -> float:
-        """``shadow <- decay * shadow + (1 - decay) * weights``; returns the decay used."""
+    def update(self, model: nn.Module, advance: bool = True) -> float:
+        """``shadow <- decay * shadow + (1 - decay) * weights``; returns the decay used.
+
+        ``advance=False`` leaves the schedule where it is, so the next update uses this decay
+        again: the updates after the several optimiser steps of one training step share its decay
+        (the release's gradient accumulation)."""
         decay = self.next_decay
         for shadow, source in _matching(self.module, model, "parameters"):
             if not source.requires_grad:
@@ -145,7 +149,7 @@ class EMA:
                 shadow.lerp_(source.to(shadow.dtype), 1.0 - decay)
         for shadow, source in _matching(self.module, model, "buffers"):
             shadow.copy_(_full(source))  # not trained: the model's own value
-        self.num_updates += 1
+        self.num_updates += int(advance)
         return decay
 
     @torch.no_grad()

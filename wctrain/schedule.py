@@ -1,4 +1,5 @@
-"""Which clip to train at each step (the target-clip schedule), and what a rollout costs.
+"""Which clip to train at each step (the target-clip schedule), what a rollout costs, and how a
+step's selected candidates are split into optimiser steps.
 
 Clip indices are 0-based: target clip ``n`` has the prefix clips ``0 .. n-1`` (generated once by
 the old policy) and clip 0's prefix is just the start image. Every function is a pure function of
@@ -63,3 +64,21 @@ def count_clip_generations(target: int, group_size: int, rollout: RolloutLevel =
     if rollout == "sample":
         return group_size * (target + 1)
     raise ValueError(f"rollout must be 'clip' or 'sample', got {rollout!r}")
+
+
+def accumulation_plan(num_selected: int, samples_per_step: int | None = None) -> list[range]:
+    """The positions (in selection order) of a group's selected candidates that each optimiser step
+    of one training step trains on, in the order the steps are taken.
+
+    ``None``: one step over all of them (the default). ``k``: a step every ``k`` selected
+    candidates, as the released WorldCompass's ``--gradient_accumulation_steps 2`` over its 6
+    best-of-N samples (3 steps); ``k`` must divide ``num_selected`` (no partial last step).
+    """
+    if num_selected < 1:
+        raise ValueError(f"num_selected must be at least 1, got {num_selected}")
+    if samples_per_step is None:
+        return [range(num_selected)]
+    if samples_per_step < 1 or num_selected % samples_per_step:
+        raise ValueError(f"rl.grad_accum_samples={samples_per_step} must be at least 1 and divide the "
+                         f"{num_selected} selected candidates of a group")
+    return [range(start, start + samples_per_step) for start in range(0, num_selected, samples_per_step)]

@@ -53,7 +53,7 @@ from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
 from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rewards import Reward, RewardContext, build_rewards, score_group
 from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
-from wctrain.schedule import target_clip
+from wctrain.schedule import accumulation_plan, target_clip
 from wctrain.trainable import optimizer_groups, resolve_trainable, select_trainable
 from wctrain.trajectories import TrajectoryMix, load_trajectory_set
 
@@ -241,24 +241,36 @@ def pooled_reward_std(run: Run, scores: list[dict]) -> dict[str, float] | None:
 
 
 def update_policy(run: Run, step: int, rollouts: list[GroupRollout],
-                  advantages: list[GroupAdvantages]) -> tuple[float, float, float]:
-    """Loss of every group, backward (accumulated over the rank's groups, averaged over ranks),
-    clip and step; returns (mean loss, mean |v_theta - v_old|, gradient norm)."""
+                  advantages: list[GroupAdvantages]) -> tuple[float, float, float, int]:
+    """The optimiser steps of one training step (:func:`wctrain.schedule.accumulation_plan`: one,
+    or one every ``rl.grad_accum_samples`` selected candidates). Each: the loss of every group's
+    candidates of that step, backward (accumulated over the rank's groups, averaged over ranks),
+    clip, step, then the EMA updates, all at this training step's old-policy decay. Returns (mean
+    loss, mean |v_theta - v_old|, mean gradient norm, optimiser steps)."""
     acc, rl = run.accelerator, run.cfg.rl
-    run.optimizer.zero_grad(set_to_none=True)
-    losses, deviations = [], []
-    for group, rollout, adv in zip(run.groups, rollouts, advantages):
-        with acc.accumulate(run.model), acc.autocast():
-            r = torch.as_tensor(adv.r, dtype=torch.float32)
-            loss, deviation = group_loss(run.model, run.old.module, rollout, r, adv.selected, run.sigmas,
-                                         step_generator(rl.seed, step, group, 2), rl)
-            acc.backward(loss)
-        losses.append(float(loss.detach()))
-        deviations.append(deviation)
-    norm = acc.clip_grad_norm_(run.model.parameters(), rl.grad_clip)
-    run.optimizer.step()
-    grad_norm = float("nan") if norm is None else float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
-    return sum(losses) / len(losses), sum(deviations) / len(deviations), grad_norm
+    plan = accumulation_plan(len(advantages[0].selected), rl.grad_accum_samples)
+    # one loss generator per group for the whole step: each optimiser step draws on from where the
+    # previous one stopped (fresh noise and timesteps), and a single step draws as it always did
+    generators = {group: step_generator(rl.seed, step, group, 2) for group in run.groups}
+    losses, deviations, norms = [], [], []
+    for index, positions in enumerate(plan):
+        run.optimizer.zero_grad(set_to_none=True)
+        for group, rollout, adv in zip(run.groups, rollouts, advantages):
+            with acc.accumulate(run.model), acc.autocast():
+                r = torch.as_tensor(adv.r, dtype=torch.float32)
+                loss, deviation = group_loss(run.model, run.old.module, rollout, r, adv.selected[positions],
+                                             run.sigmas, generators[group], rl)
+                acc.backward(loss)
+            losses.append(float(loss.detach()))
+            deviations.append(deviation)
+        norm = acc.clip_grad_norm_(run.model.parameters(), rl.grad_clip)
+        run.optimizer.step()
+        norms.append(float("nan") if norm is None else float(norm.full_tensor() if hasattr(norm, "full_tensor")
+                                                             else norm))
+        # the old policy for the next rollouts (and the next v_old), the evaluation copy
+        run.old.update(run.trained, advance=index == len(plan) - 1)
+        run.eval_ema.update(run.trained)
+    return sum(losses) / len(losses), sum(deviations) / len(deviations), sum(norms) / len(norms), len(plan)
 
 
 def update_curriculum(run: Run, episodes: list[Episode], scores: list[dict], clip: int) -> None:
@@ -366,18 +378,17 @@ def train(cfg: Any) -> Path:
             #    over every group of every rank), best-of-N, r
             pooled_std = pooled_reward_std(run, scores)
             advantages = [compute_advantages(s, run.advantage, pooled_std) for s in scores]
-            # 4. NFT loss on the target clip, gradients averaged over every group of every rank, step
-            loss, deviation, grad_norm = update_policy(run, step, rollouts, advantages)
-            # 5. EMA updates: the old policy for the next rollouts, the evaluation copy
-            run.old.update(run.trained)
-            run.eval_ema.update(run.trained)
-            # 6. curriculum, log (rank 0 writes), a warning if the weights stop moving
+            # 4. NFT loss on the target clip, gradients averaged over every group of every rank, step(s),
+            #    each followed by the EMA updates (the old policy for the next rollouts, the evaluation copy)
+            loss, deviation, grad_norm, optimizer_steps = update_policy(run, step, rollouts, advantages)
+            # 5. curriculum, log (rank 0 writes), a warning if the weights stop moving
             update_curriculum(run, episodes, scores, clip)
             row = metrics_row(run, step, scores, advantages, rollouts) | {
-                "loss": loss, "deviation": deviation, "grad_norm": grad_norm, "seconds": time.perf_counter() - started}
+                "loss": loss, "deviation": deviation, "grad_norm": grad_norm, "optimizer_steps": optimizer_steps,
+                "seconds": time.perf_counter() - started}
             watch.observe(deviation, grad_norm)
             run.state.step = step + 1
-            # 7. evaluate and checkpoint
+            # 6. evaluate and checkpoint
             if acc.is_main_process and cfg.eval.every and (step + 1) % cfg.eval.every == 0:
                 summary = evaluate(run.eval_ema.module, cfg, run.run_dir / "eval" / f"step-{step + 1:05d}")
                 row["eval"] = {k: {m: v.get(m) for m in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")}

@@ -141,3 +141,13 @@ def test_mismatched_model_is_loud():
     ema = EMA(tiny_model())
     with pytest.raises(ValueError, match="unwrap_model"):
         ema.update(nn.Sequential(nn.Linear(3, 4)))
+
+
+def test_updates_that_do_not_advance_share_the_decay():
+    # the release's gradient accumulation: 3 optimiser steps a training step, each followed by an EMA
+    # update at that training step's decay min(0.9, 0.2 + 0.01 s)
+    model = tiny_model()
+    ema = EMA(model, DecaySchedule(max_decay=0.9, ramp=0.01, flat_steps=-1, min_decay=0.2))
+    used = [ema.update(model, advance=k == 2) for _ in range(3) for k in range(3)]
+    assert used == pytest.approx([0.21] * 3 + [0.22] * 3 + [0.23] * 3, abs=1e-12)
+    assert ema.num_updates == 3 and ema.next_decay == pytest.approx(0.24)

@@ -15,6 +15,7 @@ from wctrain.advantages import compute_advantages, compute_pooled_std
 from wctrain.cli import load_config
 from wctrain.config import to_trainer_config
 from wctrain.policy import EMA
+from wctrain.schedule import accumulation_plan
 from wctrain.trainer import advantage_config, old_policy_schedule, train
 
 RECIPE = ["recipe=worldcompass-release"]
@@ -96,14 +97,25 @@ def test_default_old_policy_schedule_is_unchanged():
     assert [schedule(n) for n in (0, 1, 10, 25, 100)] == [0.0, 0.02, 0.2, 0.5, 0.5]
 
 
+def test_recipe_steps_the_optimiser_as_the_release_accumulates(recipe):
+    # --bestofn 6 with --gradient_accumulation_steps 2: an optimiser step every 2 selected samples, 3 a step
+    assert (recipe.rl.num_selected, recipe.rl.grad_accum_samples) == (6, 2)
+    assert [list(chunk) for chunk in accumulation_plan(recipe.rl.num_selected, recipe.rl.grad_accum_samples)] == [
+        [0, 1], [2, 3], [4, 5]]
+    assert to_trainer_config(load_config("train", [])).rl.grad_accum_samples is None  # the default: one step
+    with pytest.raises(ValueError, match=r"grad_accum_samples=4 must .* divide the 6 selected"):
+        to_trainer_config(load_config("train", [*RECIPE, "rl.grad_accum_samples=4"]))
+
+
 def test_recipe_trains_end_to_end_on_tinywm(tmp_path, make_small_tinywm):
     init = tmp_path / "init"
     make_small_tinywm().save_pretrained(init)
     run = train(load_config("train", [*RECIPE, f"run_dir={tmp_path / 'run'}", f"+model_options.checkpoint={init}",
-                                      "rl.group_size=4", "rl.top_k=1", "rl.episode_clips=2", "rl.steps=2",
+                                      "rl.group_size=4", "rl.top_k=2", "rl.episode_clips=2", "rl.steps=2",
                                       "eval.every=0", "rl.trainable=[all]", "rl.lr=1e-4", "rl.shared_lr=1e-4"]))
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1, 2]
+    assert [row["optimizer_steps"] for row in rows] == [2, 2]  # 4 selected, a step every 2
     assert {"reward_fine_action", "reward_quality"} <= set(rows[0]) and "reward_following" not in rows[0]
     config = json.loads((run / "config.json").read_text())
     assert config["reward"]["std_scope"] == "global" and config["policy"]["old_min_decay"] == 0.2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wctrain.schedule import count_clip_generations, reachable_clips, target_clip
+from wctrain.schedule import accumulation_plan, count_clip_generations, reachable_clips, target_clip
 
 
 def test_cycle_visits_every_clip_in_turn():
@@ -49,3 +49,15 @@ def test_clip_generation_counts():
         8 * 8 / (8 + 8 - 1))
     with pytest.raises(ValueError):
         count_clip_generations(3, 8, "video")
+
+
+def test_accumulation_plan_steps_every_k_selected_candidates_in_order():
+    # the release: best-of-6 of 12 and --gradient_accumulation_steps 2 -> 3 optimiser steps a training step
+    assert [list(chunk) for chunk in accumulation_plan(6, 2)] == [[0, 1], [2, 3], [4, 5]]
+    assert [list(chunk) for chunk in accumulation_plan(6, None)] == [[0, 1, 2, 3, 4, 5]]  # the default: one
+    assert [list(chunk) for chunk in accumulation_plan(6, 1)] == [[k] for k in range(6)]
+    assert [list(chunk) for chunk in accumulation_plan(4, 4)] == [[0, 1, 2, 3]]
+    with pytest.raises(ValueError, match="must be at least 1 and divide the 6 selected"):
+        accumulation_plan(6, 4)
+    with pytest.raises(ValueError, match="must be at least 1"):
+        accumulation_plan(6, 0)
