@@ -16,7 +16,8 @@ Also the share of transitions the estimator says it cannot decide (``undecided``
 the picture agrees on one motion), which count as misses in the accuracy.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_stressors.py [--seeds 6] [--first-seed 7100]
-        [--families room terrain street plaza] [--size 256] [--jobs 2]
+        [--families room terrain street plaza] [--size 256] [--jobs 2] [--only WORD ...]
+        [--option detect_overlays=0 min_still_share=2]   # the same rows without the overlay mask / still-world rule
 """
 
 from __future__ import annotations
@@ -68,12 +69,12 @@ def rows() -> list[Row]:
     return table
 
 
-def score_case(job: tuple[Row, str, int, int, int]) -> dict:
+def score_case(job: tuple[Row, str, int, int, int, dict]) -> dict:
     """Render one case, estimate its poses, and return per-transition hits, mover shares and flags."""
-    row, family, seed, size, steps = job
+    row, family, seed, size, steps, options = job
     case = replace(motion_case(family, seed, row.track, steps, 0, HELD_OUT), stressors=row.stressors)
     rendered = case.render_layers(size, size)
-    estimator = build_estimator("opencv")
+    estimator = build_estimator("opencv", **options)
     mask = rendered.overlay if row.user_mask else None
     estimate = estimator.estimate(rendered.frames, K=rendered.K, mask=mask)
     actions = parse_script(case.script).frame_actions()
@@ -98,8 +99,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="latent steps per script")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=[], help="rows whose name contains any of these words")
+    parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="numeric estimator options, e.g. detect_overlays=0 min_still_share=2 (both off)")
     args = parser.parse_args()
-    estimator = build_estimator("opencv")
+    options = {key: int(value) if value.lstrip("-").isdigit() else float(value)
+               for key, value in (item.split("=", 1) for item in args.option)}
+    estimator = build_estimator("opencv", **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     print(f"families {', '.join(args.families)}; seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; "
           f"{args.size} px; {args.steps} latent steps")
@@ -109,7 +114,7 @@ def main() -> None:
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         for row in table:
-            jobs = [(row, family, args.first_seed + i, args.size, args.steps)
+            jobs = [(row, family, args.first_seed + i, args.size, args.steps, options)
                     for family in args.families for i in range(args.seeds)]
             results = list(pool.map(score_case, jobs))
             hits = np.concatenate([r["hits"] for r in results])
