@@ -2,6 +2,7 @@
 
     wcbench run --suite wc-mini --model oracle --out runs/oracle      generate + score a suite
     wcbench score --manifest videos.csv --out runs/mine               score videos made elsewhere
+    wcbench merge runs/all runs/shard-0 runs/shard-1                  join `score --shard i/N` folders
     wcbench report runs/oracle                                        rebuild tables and report.html
     wcbench export --suite wc600 --out export/                        start images, prompts, scripts, poses
     wcbench calibrate --estimator opencv                              choose an estimator's thresholds
@@ -229,24 +230,56 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
     console.print(table)
 
 
+def _jobs(value: int | None) -> int:
+    """``--jobs``: the processes that score videos side by side; all the cores this process may
+    use when not given."""
+    from wcbench.run.pool import available_cores
+
+    if value is None:
+        return available_cores()
+    if value < 1:
+        raise UsageError(f"--jobs {value}: give a number of processes >= 1")
+    return value
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    from wcbench.run.manifest import manifest_suite, read_manifest, score_header, score_manifest
+    from wcbench.run.manifest import (manifest_suite, parse_shard, read_manifest, score_header, score_manifest,
+                                      shard_rows)
 
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
     out_dir = _check_out(args.out)
+    jobs = _jobs(args.jobs)
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     manifest = Path(args.manifest)
     rows = read_manifest(manifest)
     suite = manifest_suite(rows, manifest, args.suite)
     model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
     mask = _checked_mask(args.mask)
-    header = score_header(manifest, scorers, model_name, suite, mask)
+    header = score_header(manifest, scorers, model_name, suite, mask, shard)
     with _claim(out_dir, header):
         with progress_bar() as progress:
-            task = progress.add_task("scoring", total=len(rows))
+            task = progress.add_task("scoring", total=len(shard_rows(rows, shard)))
             score_manifest(manifest, out_dir, scorers, suite,
                            on_case=lambda record: progress.update(task, advance=1, description=f"scored {record.id}"),
-                           mask=mask)
+                           mask=mask, workers=jobs, shard=shard)
+        return _finish(out_dir, header)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from wcbench.run.merge import MergeError, check_shards, copy_shards
+
+    out_dir = _check_out(args.out)
+    try:
+        header = check_shards([Path(d) for d in args.shard_dirs], Path(args.manifest) if args.manifest else None)
+    except MergeError as err:
+        raise UsageError(str(err)) from None
+    with _claim(out_dir, header):
+        count = copy_shards(out_dir, [Path(d) for d in args.shard_dirs])
+        console.print(f"merged {count} cases from {len(args.shard_dirs)} shards into {out_dir}")
         return _finish(out_dir, header)
 
 
@@ -373,8 +406,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the suite's YAML file, when the manifest's suite is not built in (or to check a "
                         "manifest without suite columns against a suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="videos scored side by side, one process and one thread each; the results do not depend "
+                        "on it [the cores this process may use]")
+    p.add_argument("--shard", default=None, metavar="i/N",
+                   help="score only shard i of N (every N-th row from the i-th), into its own --out; then "
+                        "`wcbench merge` the N folders (a Slurm array: docs/runs.md)")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("merge", help="merge the folders of `wcbench score --shard i/N` runs into one",
+                       description="Check that SHARD_DIRS are all N shards of one manifest scored with one config, "
+                                   "each complete, covering every row once; then write into OUT the folder one "
+                                   "unsharded `wcbench score` would have written (the same case records, byte for "
+                                   "byte).")
+    p.add_argument("out", help="results folder to write (new, or an earlier merge of the same shards)")
+    p.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR")
+    p.add_argument("--manifest", default=None,
+                   help="the manifest, when it is no longer where the shards recorded it (checked by its hash)")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("report", help="rebuild results.json, summary.csv, cases.csv and report.html from stored "
                                       "records")
