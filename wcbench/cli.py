@@ -143,6 +143,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     if args.limit < 0:
         raise UsageError(f"--limit {args.limit}: give a number of cases >= 1 (0: all)")
+    if args.score_workers < 0:
+        raise UsageError(f"--score-workers {args.score_workers}: give a number of processes >= 0 (0: score in this "
+                         "process, between the model's calls)")
     out_dir = _check_out(args.out)
     accelerator = _launcher(cfg.device)
     options = model_options(cfg, args.model_args)
@@ -161,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with progress or nullcontext():
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
                       world_size=accelerator.num_processes, limit=args.limit, progress=progress,
-                      device=str(accelerator.device))
+                      device=str(accelerator.device), score_workers=args.score_workers)
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
@@ -387,6 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the first N cases (a smoke test; rerun without --limit into the same --out to "
                         "finish the suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--score-workers", type=int, default=1, metavar="N",
+                   help="processes that score clips while the model makes the next ones (per process under "
+                        "accelerate); 0 scores in this process between the model's calls. The numbers do not "
+                        "depend on it [1]")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_run)
 

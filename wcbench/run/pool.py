@@ -66,18 +66,22 @@ def limit_threads() -> None:
 
 
 def _exit_with_parent(parent: int) -> None:
-    """Exit when the parent process is gone (``kill -9``: nothing else tells a worker, which
-    would otherwise score on, or wait for work, forever)."""
     while os.getppid() == parent:
         time.sleep(PARENT_POLL_S)
     os._exit(1)
+
+
+def watch_parent(parent: int) -> None:
+    """Exit this worker process when its parent ``parent`` is gone (``kill -9``: nothing else
+    tells a worker, which would otherwise score on, or wait for work, forever)."""
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="wcbench-parent-watch").start()
 
 
 def _start_worker(parent: int, scorers_pickle: bytes) -> None:
     """A worker's start: a watch on the parent, one thread, then the scorers (unpickled after
     the limit, so that any library they load reads it)."""
     global _scorers
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="wcbench-parent-watch").start()
+    watch_parent(parent)
     limit_threads()
     _scorers = pickle.loads(scorers_pickle)
     limit_threads()  # again: unpickling may have loaded torch
