@@ -233,13 +233,13 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
     console.print(table)
 
 
-def _jobs(value: int | None) -> int:
-    """``--jobs``: the processes that score videos side by side; all the cores this process may
-    use when not given."""
-    from wcbench.run.pool import available_cores
+def _jobs(value: int | None, scorers: Any) -> int:
+    """``--jobs``: the processes that score videos side by side; when not given, all the cores
+    this process may use (one for learned scorers: :func:`wcbench.run.pool.default_workers`)."""
+    from wcbench.run.pool import default_workers
 
     if value is None:
-        return available_cores()
+        return default_workers(scorers)
     if value < 1:
         raise UsageError(f"--jobs {value}: give a number of processes >= 1")
     return value
@@ -252,7 +252,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
     out_dir = _check_out(args.out)
-    jobs = _jobs(args.jobs)
+    jobs = _jobs(args.jobs, scorers)
     try:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as err:
@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="videos scored side by side, one process and one thread each; the results do not depend "
-                        "on it [the cores this process may use]")
+                        "on it [the cores this process may use; 1 with learned scorers such as HPSv3]")
     p.add_argument("--shard", default=None, metavar="i/N",
                    help="score only shard i of N (every N-th row from the i-th), into its own --out; then "
                         "`wcbench merge` the N folders (a Slurm array: docs/runs.md)")

@@ -205,3 +205,11 @@ def test_shard_folders_and_arguments(tmp_path, manifest):
         with pytest.raises(ValueError, match="0 <= i < N"):
             parse_shard(bad)
     assert main(["score", "--manifest", str(manifest), "--out", str(tmp_path / "o"), "--jobs", "0"]) == 2
+
+
+def test_default_workers_are_the_cores_for_cpu_scorers_only(make_scorers):
+    from wcbench.run.pool import available_cores, default_workers
+
+    assert available_cores() == len(os.sched_getaffinity(0))
+    assert default_workers(make_scorers()) == default_workers(make_scorers("gt")) == available_cores()
+    assert default_workers(make_scorers(quality="hpsv3")) == 1  # built lazily: no weights needed to ask

@@ -34,6 +34,8 @@ Result = TypeVar("Result")
 # the finished results waiting for it stay small (a record and eight thumbnails each).
 AHEAD_PER_WORKER = 4
 PARENT_POLL_S = 0.5
+CPU_ESTIMATORS = ("opencv", "gt")  # weight-free scorers: cheap to build once per process
+CPU_QUALITY = ("default", "default-drift")
 ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 _scorers: Any = None  # the worker's scorers, set once by _start_worker
@@ -50,6 +52,14 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def default_workers(scorers: Any) -> int:
+    """Processes to score with when the user names none: every available core for the
+    weight-free CPU scorers; one for learned ones (HPSv3, learned estimators), which would load
+    their weights, often onto one GPU, once per process."""
+    is_cpu = scorers.estimator.name in CPU_ESTIMATORS and scorers.quality.name in CPU_QUALITY
+    return available_cores() if is_cpu else 1
 
 
 def limit_threads() -> None:
