@@ -235,11 +235,12 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
 
 def _jobs(value: int | None, scorers: Any) -> int:
     """``--jobs``: the processes that score videos side by side; when not given, all the cores
-    this process may use (one for learned scorers: :func:`wcbench.run.pool.default_workers`)."""
+    this process may use (one for learned scorers: :func:`wcbench.run.pool.default_workers`),
+    shared among the processes ``accelerate launch`` started on this machine."""
     from wcbench.run.pool import default_workers
 
     if value is None:
-        return default_workers(scorers)
+        return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     if value < 1:
         raise UsageError(f"--jobs {value}: give a number of processes >= 1")
     return value
@@ -263,12 +264,25 @@ def cmd_score(args: argparse.Namespace) -> int:
     model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
     mask = _checked_mask(args.mask)
     header = score_header(manifest, scorers, model_name, suite, mask, shard)
-    with _claim(out_dir, header):
-        with progress_bar() as progress:
-            task = progress.add_task("scoring", total=len(shard_rows(rows, shard)))
-            score_manifest(manifest, out_dir, scorers, suite,
-                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record.id}"),
-                           mask=mask, workers=jobs, shard=shard)
+    # accelerate only under `accelerate launch` (which sets WORLD_SIZE): importing torch costs a second
+    accelerator = _launcher(cfg.device) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else _SingleProcess()
+    ranks = (accelerator.process_index, accelerator.num_processes)
+    with _claim(out_dir, header, accelerator):
+        progress = progress_bar() if accelerator.is_main_process else None
+        with progress or nullcontext():
+            on_case = None
+            if progress:
+                task = progress.add_task("scoring", total=len(shard_rows(shard_rows(rows, shard), ranks)))
+                on_case = lambda record: progress.update(task, advance=1, description=f"scored {record.id}")  # noqa: E731
+            score_manifest(manifest, out_dir, scorers, suite, mask=mask, workers=jobs, shard=shard, ranks=ranks,
+                           on_case=on_case)
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return 0
+        done = {record.id for record in load_records(out_dir)}
+        missing = [raw.id for raw in shard_rows(rows, shard) if raw.id not in done]
+        if missing:
+            raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
         return _finish(out_dir, header)
 
 
@@ -403,7 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "case. "
                                    "A manifest from `wcbench export` names its suite: its rows are checked against "
                                    "the suite, and the results folder can be submitted to the suite's leaderboard. "
-                                   "A rerun into the same --out skips rows already scored from the same video.")
+                                   "A rerun into the same --out skips rows already scored from the same video. "
+                                   "Shard across processes and machines with `accelerate launch --num_processes N "
+                                   "-m wcbench score ...` (one --out that every process sees), or with --shard "
+                                   "and `wcbench merge`.")
     p.add_argument("--manifest", required=True, help="CSV or JSONL manifest")
     p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
     p.add_argument("--model-name", default=None,

@@ -213,3 +213,18 @@ def test_default_workers_are_the_cores_for_cpu_scorers_only(make_scorers):
     assert available_cores() == len(os.sched_getaffinity(0))
     assert default_workers(make_scorers()) == default_workers(make_scorers("gt")) == available_cores()
     assert default_workers(make_scorers(quality="hpsv3")) == 1  # built lazily: no weights needed to ask
+
+
+@pytest.mark.slow
+def test_two_accelerate_processes_equal_one(manifest, one_process, tmp_path, two_process_env):
+    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
+    if accelerate is None:
+        pytest.skip("accelerate CLI not installed")
+    out = tmp_path / "two"
+    proc = subprocess.run([accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "wcbench", "score", "--manifest",
+                           str(manifest), "--out", str(out), "--model-name", "videos:pool"],
+                          capture_output=True, text=True, env={**two_process_env, "PYTHONPATH": str(REPO)},
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _records(out) == _records(one_process)

@@ -323,8 +323,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def shard_rows(rows: list[RawRow], shard: tuple[int, int] | None) -> list[RawRow]:
-    """The rows shard (i, N) scores: every N-th row from the i-th, in the manifest's order, so
-    that N shards cover each row once whatever machine runs them; all rows without a shard."""
+    """The rows shard (i, N) scores (or rank i of N processes): every N-th row from the i-th,
+    in the manifest's order, so that N shards cover each row once whatever machine runs them;
+    all rows without a shard."""
     if shard is None:
         return rows
     index, count = shard
@@ -333,14 +334,16 @@ def shard_rows(rows: list[RawRow], shard: tuple[int, int] | None) -> list[RawRow
 
 def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, suite: Suite | None = None,
                    on_case: Callable[[CaseRecord], None] | None = None, mask: str | None = None,
-                   workers: int = 1, shard: tuple[int, int] | None = None) -> list[CaseRecord]:
-    """Score every row (of ``shard`` (i, N) only, when given) into ``out_dir/cases/<id>.json``,
+                   workers: int = 1, shard: tuple[int, int] | None = None,
+                   ranks: tuple[int, int] = (0, 1)) -> list[CaseRecord]:
+    """Score every row (of ``shard`` (i, N) only, when given; of that, this process's share
+    ``ranks`` (rank, processes) under ``accelerate launch``) into ``out_dir/cases/<id>.json``,
     atomically; returns the records written. A rerun skips rows already scored from the same
     video. ``mask``: the overlay mask of rows without a ``mask`` column value. ``workers``
     processes score rows side by side (:func:`wcbench.run.pool.map_scored`); records are
     written, and ``on_case`` called, in the manifest's order whatever their number."""
     manifest, out_dir = Path(manifest), Path(out_dir)
-    rows = shard_rows(read_manifest(manifest), shard)
+    rows = shard_rows(shard_rows(read_manifest(manifest), shard), ranks)
     todo = [raw for raw in rows if not _is_current(out_dir, raw, manifest.parent)]
     todo_ids = {raw.id for raw in todo}
     records = []
