@@ -139,7 +139,7 @@ def _serve(inbox: Any, outbox: Any, scorers_pickle: bytes, parent: int) -> None:
     scorers = pickle.loads(scorers_pickle)
     limit_threads()
     cases: dict[str, _OpenCase] = {}
-    for kind, key, payload in iter(inbox.get, None):
+    for kind, key, payload in map(pickle.loads, iter(inbox.get, None)):
         if kind == "start":
             cases[key] = _OpenCase(payload, scorers)
         elif kind == "add":
@@ -170,9 +170,13 @@ class BackgroundScoring:
         self._waiting = 0  # cases finished here whose scores have not come back
 
     def _put(self, index: int, message: tuple) -> None:
+        # Pickled here, not later in the queue's feeder thread: the clip is captured as it is now
+        # (a model may reuse its output buffer), and a pickling error is raised to the caller
+        # instead of being printed by that thread and the message lost.
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         while True:
             try:
-                self._inboxes[index].put(message, timeout=POLL_S)
+                self._inboxes[index].put(data, timeout=POLL_S)
                 return
             except queue.Full:
                 self._check_alive()
