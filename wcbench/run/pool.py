@@ -26,6 +26,8 @@ from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+import cv2
+
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 
@@ -68,8 +70,6 @@ def limit_threads() -> None:
     when loaded get it from the variables; those already loaded are told directly."""
     for name in ONE_THREAD_ENV:
         os.environ[name] = "1"
-    import cv2
-
     cv2.setNumThreads(1)
     if "torch" in sys.modules:  # only when a scorer uses it (learned estimators, HPSv3)
         sys.modules["torch"].set_num_threads(1)
