@@ -2,6 +2,7 @@
 
     wcbench run --suite wc-mini --model oracle --out runs/oracle      generate + score a suite
     wcbench score --manifest videos.csv --out runs/mine               score videos made elsewhere
+    wcbench merge runs/all runs/shard-0 runs/shard-1                  join `score --shard i/N` folders
     wcbench report runs/oracle                                        rebuild tables and report.html
     wcbench export --suite wc600 --out export/                        start images, prompts, scripts, poses
     wcbench calibrate --estimator opencv                              choose an estimator's thresholds
@@ -142,6 +143,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     if args.limit < 0:
         raise UsageError(f"--limit {args.limit}: give a number of cases >= 1 (0: all)")
+    if args.score_workers < 0:
+        raise UsageError(f"--score-workers {args.score_workers}: give a number of processes >= 0 (0: score in this "
+                         "process, between the model's calls)")
     out_dir = _check_out(args.out)
     accelerator = _launcher(cfg.device)
     options = model_options(cfg, args.model_args)
@@ -160,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with progress or nullcontext():
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
                       world_size=accelerator.num_processes, limit=args.limit, progress=progress,
-                      device=str(accelerator.device))
+                      device=str(accelerator.device), score_workers=args.score_workers)
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
@@ -229,24 +233,70 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
     console.print(table)
 
 
+def _jobs(value: int | None, scorers: Any) -> int:
+    """``--jobs``: the processes that score videos side by side; when not given, all the cores
+    this process may use (one for learned scorers: :func:`wcbench.run.pool.default_workers`),
+    shared among the processes ``accelerate launch`` started on this machine."""
+    from wcbench.run.pool import default_workers
+
+    if value is None:
+        return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    if value < 1:
+        raise UsageError(f"--jobs {value}: give a number of processes >= 1")
+    return value
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    from wcbench.run.manifest import manifest_suite, read_manifest, score_header, score_manifest
+    from wcbench.run.manifest import (manifest_suite, parse_shard, read_manifest, score_header, score_manifest,
+                                      shard_rows)
 
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
     out_dir = _check_out(args.out)
+    jobs = _jobs(args.jobs, scorers)
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     manifest = Path(args.manifest)
     rows = read_manifest(manifest)
     suite = manifest_suite(rows, manifest, args.suite)
     model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
     mask = _checked_mask(args.mask)
-    header = score_header(manifest, scorers, model_name, suite, mask)
+    header = score_header(manifest, scorers, model_name, suite, mask, shard)
+    # accelerate only under `accelerate launch` (which sets WORLD_SIZE): importing torch costs a second
+    accelerator = _launcher(cfg.device) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else _SingleProcess()
+    ranks = (accelerator.process_index, accelerator.num_processes)
+    with _claim(out_dir, header, accelerator):
+        progress = progress_bar() if accelerator.is_main_process else None
+        with progress or nullcontext():
+            on_case = None
+            if progress:
+                task = progress.add_task("scoring", total=len(shard_rows(shard_rows(rows, shard), ranks)))
+                on_case = lambda record: progress.update(task, advance=1, description=f"scored {record.id}")  # noqa: E731
+            score_manifest(manifest, out_dir, scorers, suite, mask=mask, workers=jobs, shard=shard, ranks=ranks,
+                           on_case=on_case)
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return 0
+        done = {record.id for record in load_records(out_dir)}
+        missing = [raw.id for raw in shard_rows(rows, shard) if raw.id not in done]
+        if missing:
+            raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
+        return _finish(out_dir, header)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from wcbench.run.merge import MergeError, check_shards, copy_shards
+
+    out_dir = _check_out(args.out)
+    try:
+        header = check_shards([Path(d) for d in args.shard_dirs], Path(args.manifest) if args.manifest else None)
+    except MergeError as err:
+        raise UsageError(str(err)) from None
     with _claim(out_dir, header):
-        with progress_bar() as progress:
-            task = progress.add_task("scoring", total=len(rows))
-            score_manifest(manifest, out_dir, scorers, suite,
-                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record.id}"),
-                           mask=mask)
+        count = copy_shards(out_dir, [Path(d) for d in args.shard_dirs])
+        console.print(f"merged {count} cases from {len(args.shard_dirs)} shards into {out_dir}")
         return _finish(out_dir, header)
 
 
@@ -354,6 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the first N cases (a smoke test; rerun without --limit into the same --out to "
                         "finish the suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--score-workers", type=int, default=1, metavar="N",
+                   help="processes that score clips while the model makes the next ones (per process under "
+                        "accelerate); 0 scores in this process between the model's calls. The numbers do not "
+                        "depend on it [1]")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_run)
 
@@ -363,7 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "case. "
                                    "A manifest from `wcbench export` names its suite: its rows are checked against "
                                    "the suite, and the results folder can be submitted to the suite's leaderboard. "
-                                   "A rerun into the same --out skips rows already scored from the same video.")
+                                   "A rerun into the same --out skips rows already scored from the same video. "
+                                   "Shard across processes and machines with `accelerate launch --num_processes N "
+                                   "-m wcbench score ...` (one --out that every process sees), or with --shard "
+                                   "and `wcbench merge`.")
     p.add_argument("--manifest", required=True, help="CSV or JSONL manifest")
     p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
     p.add_argument("--model-name", default=None,
@@ -373,8 +430,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the suite's YAML file, when the manifest's suite is not built in (or to check a "
                         "manifest without suite columns against a suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="videos scored side by side, one process and one thread each; the results do not depend "
+                        "on it [the cores this process may use; 1 with learned scorers such as HPSv3]")
+    p.add_argument("--shard", default=None, metavar="i/N",
+                   help="score only shard i of N (every N-th row from the i-th), into its own --out; then "
+                        "`wcbench merge` the N folders (a Slurm array: docs/runs.md)")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("merge", help="merge the folders of `wcbench score --shard i/N` runs into one",
+                       description="Check that SHARD_DIRS are all N shards of one manifest scored with one config, "
+                                   "each complete, covering every row once; then write into OUT the folder one "
+                                   "unsharded `wcbench score` would have written (the same case records, byte for "
+                                   "byte).")
+    p.add_argument("out", help="results folder to write (new, or an earlier merge of the same shards)")
+    p.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR")
+    p.add_argument("--manifest", default=None,
+                   help="the manifest, when it is no longer where the shards recorded it (checked by its hash)")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("report", help="rebuild results.json, summary.csv, cases.csv and report.html from stored "
                                       "records")

@@ -47,6 +47,9 @@ def check_out_dir(out_dir: Path, header: dict) -> None:
     if stored_command != command:
         raise OutDirError(f"{out_dir} was made by `wcbench {stored_command}`; `wcbench {command}` cannot write into "
                           "it. Use another --out folder.")
+    if stored.get("shard") != header.get("shard"):  # absent in both for unsharded folders
+        raise OutDirError(f"{out_dir} holds {_share(stored.get('shard'))} of its manifest; this command scores "
+                          f"{_share(header.get('shard'))}. Use another --out folder per shard.")
     key, what = INPUT_KEYS[command]
     checks = ((key, f"another {what}"), ("config_hash", "another model/scorer config"))
     for field, description in checks:
@@ -55,6 +58,10 @@ def check_out_dir(out_dir: Path, header: dict) -> None:
                 f"{out_dir} holds results of {description} ({field} {stored.get(field)} != {header[field]}; "
                 f"{what} {stored.get(what)!r}, model {stored.get('model')!r}). Use a new --out folder, or "
                 "delete this one to start over.")
+
+
+def _share(shard: str | None) -> str:
+    return f"shard {shard}" if shard else "all rows"
 
 
 @contextmanager
