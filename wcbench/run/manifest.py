@@ -19,7 +19,6 @@ import csv
 import hashlib
 import io
 import json
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
+from wcbench.core.ids import id_problem
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.pose.overlay import UserMask
@@ -36,7 +36,6 @@ from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 REQUIRED = ("id", "video", "actions")
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
 SUITE_COLUMNS = ("suite", "suite_hash")
 
@@ -129,10 +128,10 @@ def read_manifest(path: str | Path) -> list[RawRow]:
         raise ManifestError(f"{path}: missing column(s) {missing}; needs {', '.join(REQUIRED)} "
                             f"(optional: {', '.join(OPTIONAL)})")
     ids = [row.id for row in rows]
-    unsafe = [i for i in ids if not SAFE_ID.match(i)]
-    if unsafe:
-        raise ManifestError(f"{path}: id(s) {unsafe[:5]} must be letters, digits, '.', '_' or '-' "
-                            "(they name the per-case record files)")
+    for row in rows:
+        problem = id_problem(row.values.get("id"))
+        if problem:
+            raise ManifestError(f"{path}: line {row.line}: {problem}")
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ManifestError(f"{path}: duplicate id(s) {duplicates}")

@@ -32,6 +32,7 @@ import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
 from wcbench.core.environment import hardware, hardware_label
+from wcbench.core.ids import id_path
 from wcbench.core.storage import write_text
 from wcbench.core.video import video_writer
 from wcbench.data.suite import Case, Suite
@@ -44,6 +45,7 @@ from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 DEFAULT_TIMEOUT_S = 600.0
+VIDEO_TEMPLATE = "videos/{id}.avi"  # a case's lossless video, relative to the results folder
 
 
 class ModelOutputError(RuntimeError):
@@ -223,8 +225,8 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
     """Generate, store and score one case; a model failure gives a failed record, not an exception."""
     record = CaseRecord(id=case.id, track=case.track, horizon=case.horizon, script=case.script, prompt=case.prompt,
                         num_frames=case.num_frames, latents_per_clip=suite.latents_per_clip, fov_deg=suite.fov_deg)
-    video_path = out_dir / "videos" / f"{case.id}.avi"
-    log_path = out_dir / "cases" / f"{case.id}.log"
+    video_path = id_path(out_dir, case.id, VIDEO_TEMPLATE)
+    log_path = id_path(out_dir, case.id, "cases/{id}.log")
     strip = StripFrames(case.num_frames)
     try:
         with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
@@ -240,7 +242,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
     video_sha256 = sha256_file(video_path)
     save_strip(strip_path(out_dir, case.id), strip, video_sha256)  # before run_suite writes the record
-    return replace(record, **fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
+    return replace(record, **fields, prompt=world.prompt, status="ok", video=VIDEO_TEMPLATE.format(id=case.id),
                    video_sha256=video_sha256, timing=timing)
 
 
