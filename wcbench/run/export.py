@@ -13,8 +13,6 @@ nothing that looks finished. The manifest names the suite and its content hash o
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
@@ -25,7 +23,7 @@ import cv2
 from wcbench.core import controls
 from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
 from wcbench.core.ids import id_path
-from wcbench.core.storage import write_json, write_text
+from wcbench.core.storage import csv_text, remove_partials, write_json, write_text
 from wcbench.data.suite import Case, Suite
 from wcbench.data.scenes import case_world
 from wcbench.scoring.following import commanded_labels
@@ -78,6 +76,7 @@ def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], No
     out_dir = Path(out_dir)
     suite_hash = suite.content_hash()
     out_dir.mkdir(parents=True, exist_ok=True)
+    remove_partials(out_dir, depth=1)  # a killed export's half-written files, here and in case folders
     rows = []
     for case in suite.cases:
         export_case(suite, case, out_dir, formats)
@@ -87,10 +86,6 @@ def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], No
                      "track": case.track, "horizon": case.horizon, "suite": suite.name, "suite_hash": suite_hash})
         if on_case:
             on_case(case)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
     manifest = out_dir / "manifest.csv"
-    write_text(manifest, buffer.getvalue())
+    write_text(manifest, csv_text(rows, list(rows[0])))
     return manifest

@@ -41,7 +41,7 @@ from wcbench.models.frames import FrameError, to_video
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
 from wcbench.pose.overlay import UserMask
-from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
+from wcbench.scoring.case import CaseScorer, Scorers, UnscorableVideo, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -236,7 +236,7 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
         write_text(log_path, err.trace)
         record.error = f"{err} (traceback: cases/{log_path.name})"
         return record
-    except (ModelOutputError, CallTimeout) as err:
+    except (ModelOutputError, CallTimeout, UnscorableVideo) as err:
         record.error = str(err)
         return record
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
