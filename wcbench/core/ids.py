@@ -52,3 +52,20 @@ def id_path(folder: str | Path, case_id: str, template: str = "{id}") -> Path:
     if not path.resolve().is_relative_to(root) or path.resolve() == root:
         raise IdError(f"{folder}: a file for id {case_id!r} ({template}) would lie outside the folder")
     return path
+
+
+MAX_NAME_LENGTH = 80
+# Model and submitter names go into results, board rows and Markdown tables: plain words, no
+# markup (| < > * ` [ ]), no line breaks. Spaces, ':' '/' '(' ')' ',' '+' are fine
+# ("videos:export", "tinywm (rl, seed 0)").
+NAME_RULE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9 ._:/()+,-]{{0,{MAX_NAME_LENGTH - 1}}}")
+NAME_RULE_TEXT = (f"1 to {MAX_NAME_LENGTH} letters, digits, spaces and . _ : / ( ) + , -, starting with a letter "
+                  "or digit")
+
+
+def check_name(value: object, what: str) -> str:
+    """``value`` if it is a valid model or submitter name; otherwise IdError naming ``what``
+    (e.g. "--model-name") and the rule."""
+    if not isinstance(value, str) or NAME_RULE.fullmatch(value) is None or value != value.strip():
+        raise IdError(f"{what} {value!r} must be {NAME_RULE_TEXT}")
+    return value

@@ -9,8 +9,9 @@ pixels; overrides ``score --mask``). A bad row fails its own case with a reason;
 cases are still scored. Videos are decoded and scored clip by clip, never held whole.
 
 A manifest written by ``wcbench export`` also names its suite (``suite``, ``suite_hash``,
-``track``, ``horizon`` columns): its rows are then checked against that suite's cases, and
-the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
+``track``, ``horizon`` columns): its rows are then checked against that suite's cases, each
+scored video is kept in the results folder (``videos/<id>.<ext>``, hard-linked where possible),
+and the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import csv
 import hashlib
 import io
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +29,8 @@ from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
-from wcbench.core.ids import id_problem
+from wcbench.core.ids import id_path, id_problem
+from wcbench.core.storage import atomic_path
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.pose.overlay import UserMask
@@ -275,6 +279,33 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
     return record, strip
 
 
+def keep_video(out_dir: Path, record: CaseRecord) -> CaseRecord:
+    """Put a scored video inside the results folder, as ``videos/<id><suffix>`` (a folder of
+    frames as ``videos/<id>/``), and point the record there: a submission holds its own videos.
+    A hard link where the file system allows one (no second copy on disk), a copy otherwise."""
+    source = Path(str(record.video))
+    suffix = "" if source.is_dir() else source.suffix.lower()
+    target = id_path(out_dir, record.id, "videos/{id}" + suffix)
+    if source.is_dir():
+        staging = id_path(out_dir, record.id, "videos/.{id}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging, copy_function=_link_or_copy)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    else:
+        with atomic_path(target) as tmp:
+            tmp.unlink()
+            _link_or_copy(source, tmp)
+    return replace(record, video=str(target.relative_to(out_dir)))
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, target)
+
+
 def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
     """A row already scored ok in ``out_dir`` from the video that is there now."""
     path = record_path(out_dir, raw.id)
@@ -300,6 +331,8 @@ def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, 
             record = load_record(record_path(out_dir, raw.id))
         else:
             record, strip = score_row(raw, manifest.parent, scorers, suite, mask)
+            if suite is not None and record.is_ok:  # submittable: the folder must hold its videos
+                record = keep_video(out_dir, record)
             if strip is not None:  # before the record: a record is what makes a case done
                 save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
             save_record(out_dir, record)
