@@ -137,6 +137,7 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.data.suite import load_suite
     from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
     from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
 
     cfg = load_config(args.overrides)
@@ -149,7 +150,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s,
                     mask=_checked_mask(args.mask))
     scorers = build_scorers(cfg)
-    model = build_model(args.model, include_paths=args.include_path or (), **options)
+    model = IsolatedModel(args.model, args.include_path or (), options) if cfg.isolate_model else \
+        build_model(args.model, include_paths=args.include_path or (), **options)
     model_name = check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
     header = run_header(suite, run, scorers)
     cases = suite.cases[:args.limit] if args.limit else suite.cases
@@ -163,6 +165,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
                       world_size=accelerator.num_processes, limit=args.limit, progress=progress,
                       device=str(accelerator.device))
+        if isinstance(model, IsolatedModel):
+            model.close()  # its memory (a GPU's too) is free before the report is built
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -31,13 +29,14 @@ import numpy as np
 import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
-from wcbench.core.environment import hardware, hardware_label
+from wcbench.core.environment import hardware, hardware_label, peak_memory_mb
 from wcbench.core.ids import id_path
 from wcbench.core.storage import write_text
 from wcbench.core.video import video_writer
 from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
+from wcbench.run.isolated import ModelProcessError
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
 from wcbench.pose.overlay import UserMask
@@ -115,15 +114,6 @@ def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, cas
     return frames
 
 
-def _peak_memory_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        if torch.cuda.is_available():
-            peak = max(peak, torch.cuda.max_memory_allocated() / 2**20)
-    return peak
-
-
 def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[Any, float]:
     """Call into the model under the time limit; returns (result, seconds). A model's
     exception becomes :class:`ModelFailure` carrying its traceback."""
@@ -131,6 +121,8 @@ def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[A
     with time_limit(timeout_s, what):
         try:
             result = call()
+        except ModelProcessError as err:  # raised in the model's own process: its traceback is the one to keep
+            raise ModelFailure(f"{what} failed: {err}", err.trace) from err
         except Exception as err:  # noqa: BLE001 - any model failure fails this case only
             raise ModelFailure(f"{what} failed: {type(err).__name__}: {err}", traceback.format_exc()) from err
     return result, time.perf_counter() - started
@@ -176,7 +168,9 @@ class CaseGeneration:
     def timing(self) -> dict:
         """Generation time, per-clip latency, frames per second, peak memory and the hardware."""
         return {"generate_s": self.generate_s, "clip_latency_s": self.latencies,
-                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
+                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9),
+                # a model in its own process (IsolatedModel) reports that process's peak
+                "peak_mem_mb": max(peak_memory_mb(), getattr(self.model, "peak_memory_mb", 0.0)),
                 "hardware": hardware_label(hardware())}
 
 
