@@ -187,6 +187,8 @@ def _check_summary(results: dict, results_path: Path, suite, records: list[CaseR
         raise SubmissionError(f"{results_path}: summary group {odd[0]!r} {what} suite {suite.name!r}'s groups "
                               f"{sorted(wanted)}")
     for key, block in summarize(records).items():
+        if not isinstance(stored[key], dict):
+            raise SubmissionError(f"{results_path}: summary group {key!r} is not a mapping of numbers")
         for field, value in block.items():
             if not _close(value, stored[key].get(field)):
                 raise SubmissionError(f"{results_path}: summary {key}.{field}={stored[key].get(field)} but the cases "
