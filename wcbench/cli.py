@@ -136,7 +136,6 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.data.suite import load_suite
-    from wcbench.models.registry import build_model
     from wcbench.run.isolated import IsolatedModel
     from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
 
@@ -150,12 +149,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s,
                     mask=_checked_mask(args.mask))
     scorers = build_scorers(cfg)
-    model = IsolatedModel(args.model, args.include_path or (), options) if cfg.isolate_model else \
-        build_model(args.model, include_paths=args.include_path or (), **options)
-    model_name = check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
     header = run_header(suite, run, scorers)
     cases = suite.cases[:args.limit] if args.limit else suite.cases
-    with _claim(out_dir, header, accelerator):
+    with _run_model(args, cfg.isolate_model, options) as (model, model_name), _claim(out_dir, header, accelerator):
         if accelerator.is_main_process:
             console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(cases)} of {len(suite.cases)} cases, "
                           f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
@@ -179,6 +175,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         speed = interactivity(records, reports_speed=getattr(model, "reports_speed", True))
         _print_interactivity(args.model, speed, getattr(model, "reports_speed", True))
         return _finish(out_dir, header, {"interactivity": speed})
+
+
+@contextmanager
+def _run_model(args: argparse.Namespace, is_isolated: bool, options: dict) -> Iterator[tuple[Any, str]]:
+    """The run's model and its checked name, built before the output folder is claimed (a model
+    that cannot be built, or has a bad name, is a usage error with nothing written). Isolated
+    (``isolate_model``): in a child process, which ends with the block however it ends."""
+    from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
+
+    if not is_isolated:
+        model = build_model(args.model, include_paths=args.include_path or (), **options)
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+        return
+    model = IsolatedModel(args.model, args.include_path or (), options)
+    try:
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+    finally:
+        model.close()
 
 
 def _checked_mask(spec: str | None) -> str | None:
