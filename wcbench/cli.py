@@ -27,6 +27,7 @@ from rich.table import Table
 
 from wcbench.core.controls import FORMATS
 from wcbench.core.environment import this_process_uses_a_gpu
+from wcbench.core.ids import check_name
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.core.terminal import console, progress_bar
 from wcbench.models.plugin import parse_model_args
@@ -136,7 +137,7 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.data.suite import load_suite
-    from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
     from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
 
     cfg = load_config(args.overrides)
@@ -152,10 +153,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s,
                     mask=_checked_mask(args.mask))
     scorers = build_scorers(cfg)
-    model = build_model(args.model, include_paths=args.include_path or (), **options)
     header = run_header(suite, run, scorers)
     cases = suite.cases[:args.limit] if args.limit else suite.cases
-    with _claim(out_dir, header, accelerator):
+    with _run_model(args, cfg.isolate_model, options) as (model, model_name), _claim(out_dir, header, accelerator):
         if accelerator.is_main_process:
             console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(cases)} of {len(suite.cases)} cases, "
                           f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
@@ -165,6 +165,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
                       world_size=accelerator.num_processes, limit=args.limit, progress=progress,
                       device=str(accelerator.device), score_workers=args.score_workers)
+        if isinstance(model, IsolatedModel):
+            model.close()  # its memory (a GPU's too) is free before the report is built
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
@@ -173,10 +175,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         missing = [c.id for c in cases if c.id not in done]
         if missing:
             raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
-        header["model_name"] = getattr(model, "name", args.model)
+        header["model_name"] = model_name
         speed = interactivity(records, reports_speed=getattr(model, "reports_speed", True))
         _print_interactivity(args.model, speed, getattr(model, "reports_speed", True))
         return _finish(out_dir, header, {"interactivity": speed})
+
+
+@contextmanager
+def _run_model(args: argparse.Namespace, is_isolated: bool, options: dict) -> Iterator[tuple[Any, str]]:
+    """The run's model and its checked name, built before the output folder is claimed (a model
+    that cannot be built, or has a bad name, is a usage error with nothing written). Isolated
+    (``isolate_model``): in a child process, which ends with the block however it ends."""
+    from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
+
+    if not is_isolated:
+        model = build_model(args.model, include_paths=args.include_path or (), **options)
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+        return
+    model = IsolatedModel(args.model, args.include_path or (), options)
+    try:
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+    finally:
+        model.close()
 
 
 def _checked_mask(spec: str | None) -> str | None:
@@ -261,7 +282,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     manifest = Path(args.manifest)
     rows = read_manifest(manifest)
     suite = manifest_suite(rows, manifest, args.suite)
-    model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
+    model_name = check_name(args.model_name or f"videos:{manifest.resolve().parent.name}",
+                            "--model-name" if args.model_name else "the default --model-name (videos:<folder>)")
     mask = _checked_mask(args.mask)
     header = score_header(manifest, scorers, model_name, suite, mask, shard)
     # accelerate only under `accelerate launch` (which sets WORLD_SIZE): importing torch costs a second
@@ -359,19 +381,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from wcbench.report.leaderboard import submit
 
-    return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.seed)
+    return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.submitter, args.update,
+                  args.jobs)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from wcbench.report.leaderboard import verify
 
-    return verify(Path(args.results_dir), args.sample, args.seed, console)
+    return verify(Path(args.results_dir), args.sample, args.seed, console, args.jobs)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from wcbench.report.leaderboard import print_leaderboard
+    from wcbench.report.board import print_leaderboard
 
-    return print_leaderboard(args.suite, Path(args.leaderboards), console)
+    return print_leaderboard(args.suite, Path(args.leaderboards), console, args.mode)
 
 
 # ---------------------------------------------------------------- parser
@@ -488,16 +511,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     default_boards = os.environ.get("WCBENCH_LEADERBOARDS", "leaderboards")
     sample_help = "cases to re-score from their videos [at least 3 or 10%%]"
-    seed_help = "seed of the re-scored sample [derived from the videos' hashes]"
-    p = sub.add_parser("submit", help="validate a results folder and add it to leaderboards/<suite>",
+    seed_help = "seed of the re-scored sample [drawn now, and printed]"
+    rescore_jobs_help = ("videos re-scored side by side, one process each (the pool of `score --jobs`); the result "
+                         "does not depend on it [the cores this process may use; 1 with learned scorers]")
+    p = sub.add_parser("submit", help="check a results folder, re-score its videos, add it to leaderboards/<suite>",
                        description="Check a results folder of `wcbench run` (or of `wcbench score` on an exported "
-                                   "manifest) end to end: suite, scorers, every case exactly once, numbers against "
-                                   "labels, every video against its hash, and a re-score of a sample of cases. "
-                                   "Then append it to leaderboards/<suite>.jsonl and re-render <suite>.md.")
+                                   "manifest) end to end: suite, scorers, model name, every case exactly once, "
+                                   "numbers against labels, summary groups, every video inside the folder against "
+                                   "its hash. Then score every video again and compare (any difference refuses, "
+                                   "naming the case), and add the row computed here to leaderboards/<suite>.jsonl "
+                                   "(<suite>.worldcompass-compat.jsonl for compat-mode runs), re-rendering the .md.")
     p.add_argument("results_dir")
     p.add_argument("--leaderboards", default=default_boards)
-    p.add_argument("--sample", type=int, default=None, help=sample_help)
-    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="quick mode: re-score only N cases, drawn under a seed made now and recorded in the entry "
+                        "[all cases]")
+    p.add_argument("--submitter", default=None,
+                   help="who submits; a model name is one row per submitter [your login name]")
+    p.add_argument("--update", action="store_true",
+                   help="replace this submitter's row of the same model name instead of refusing")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help=rescore_jobs_help)
     p.set_defaults(func=cmd_submit)
     p = sub.add_parser("verify", help="check every video's hash, re-score a sample, flag cases that differ",
                        description="Check every stored video against its record's hash and re-score a sample of "
@@ -506,10 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results_dir")
     p.add_argument("--sample", type=int, default=None, help=sample_help)
     p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help=rescore_jobs_help)
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("leaderboard", help="print a suite's leaderboard")
     p.add_argument("suite")
     p.add_argument("--leaderboards", default=default_boards)
+    p.add_argument("--mode", default="default", choices=("default", "worldcompass-compat"),
+                   help="which board: default-mode runs, or those scored with mode=worldcompass-compat")
     p.set_defaults(func=cmd_leaderboard)
     return parser
 

@@ -31,7 +31,7 @@ import numpy as np
 from wcbench.core.actions import Script
 from wcbench.pose.overlay import UserMask
 from wcbench.run.pool import ScoringWorkerError, limit_threads, watch_parent
-from wcbench.scoring.case import CaseScorer, Scorers
+from wcbench.scoring.case import CaseScorer, Scorers, UnscorableVideo
 
 QUEUE_CLIPS = 4  # clips waiting per scoring process before the model is held back
 POLL_S = 0.5  # how often a waiting parent checks that its scoring processes live
@@ -58,12 +58,15 @@ class CaseSpec:
 
 @dataclass
 class CaseScore:
-    """A finished case: its record fields, or the scorer's traceback when scoring raised."""
+    """A finished case: its record fields; or why its video cannot be scored (``unscorable``,
+    :class:`UnscorableVideo`: the case fails, the run goes on); or the scorer's traceback when
+    scoring raised otherwise (``error``)."""
 
     key: str
     fields: dict | None
     score_s: float
     error: str | None = None
+    unscorable: str | None = None
 
 
 class _OpenCase:
@@ -74,24 +77,29 @@ class _OpenCase:
         self.scorer = spec.build(scorers, self.true_poses)
         self.seconds = 0.0
         self.error: str | None = None
+        self.unscorable: str | None = None
 
     def add(self, frames: np.ndarray, poses: list | None) -> None:
-        if self.error:
+        if self.error or self.unscorable:
             return
         started = time.perf_counter()
         try:
             self.true_poses.extend(poses or ())
             self.scorer.add(frames)
+        except UnscorableVideo as err:  # the case fails with this reason at finish; the rest are not scored
+            self.unscorable = str(err)
         except Exception:  # noqa: BLE001 - reported with the case at finish, as inline scoring would raise
             self.error = traceback.format_exc()
         self.seconds += time.perf_counter() - started
 
     def finish(self, key: str, commanded_poses: np.ndarray | None) -> CaseScore:
-        if self.error:
-            return CaseScore(key, None, self.seconds, self.error)
+        if self.error or self.unscorable:
+            return CaseScore(key, None, self.seconds, self.error, self.unscorable)
         started = time.perf_counter()
         try:
             fields = self.scorer.finish(commanded_poses=commanded_poses)
+        except UnscorableVideo as err:
+            return CaseScore(key, None, self.seconds, unscorable=str(err))
         except Exception:  # noqa: BLE001
             return CaseScore(key, None, self.seconds, traceback.format_exc())
         return CaseScore(key, fields, self.seconds + time.perf_counter() - started)

@@ -9,8 +9,9 @@ pixels; overrides ``score --mask``). A bad row fails its own case with a reason;
 cases are still scored. Videos are decoded and scored clip by clip, never held whole.
 
 A manifest written by ``wcbench export`` also names its suite (``suite``, ``suite_hash``,
-``track``, ``horizon`` columns): its rows are then checked against that suite's cases, and
-the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
+``track``, ``horizon`` columns): its rows are then checked against that suite's cases, each
+scored video is kept in the results folder (``videos/<id>.<ext>``, hard-linked where possible),
+and the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import csv
 import hashlib
 import io
 import json
-import re
+import os
+import shutil
 import time
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -28,6 +30,8 @@ from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
+from wcbench.core.ids import id_path, id_problem
+from wcbench.core.storage import atomic_path
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.pose.overlay import UserMask
@@ -38,7 +42,6 @@ from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 REQUIRED = ("id", "video", "actions")
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
 SUITE_COLUMNS = ("suite", "suite_hash")
 
@@ -131,10 +134,10 @@ def read_manifest(path: str | Path) -> list[RawRow]:
         raise ManifestError(f"{path}: missing column(s) {missing}; needs {', '.join(REQUIRED)} "
                             f"(optional: {', '.join(OPTIONAL)})")
     ids = [row.id for row in rows]
-    unsafe = [i for i in ids if not SAFE_ID.match(i)]
-    if unsafe:
-        raise ManifestError(f"{path}: id(s) {unsafe[:5]} must be letters, digits, '.', '_' or '-' "
-                            "(they name the per-case record files)")
+    for row in rows:
+        problem = id_problem(row.values.get("id"))
+        if problem:
+            raise ManifestError(f"{path}: line {row.line}: {problem}")
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ManifestError(f"{path}: duplicate id(s) {duplicates}")
@@ -281,6 +284,33 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
     return record, strip
 
 
+def keep_video(out_dir: Path, record: CaseRecord) -> CaseRecord:
+    """Put a scored video inside the results folder, as ``videos/<id><suffix>`` (a folder of
+    frames as ``videos/<id>/``), and point the record there: a submission holds its own videos.
+    A hard link where the file system allows one (no second copy on disk), a copy otherwise."""
+    source = Path(str(record.video))
+    suffix = "" if source.is_dir() else source.suffix.lower()
+    target = id_path(out_dir, record.id, "videos/{id}" + suffix)
+    if source.is_dir():
+        staging = id_path(out_dir, record.id, "videos/.{id}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging, copy_function=_link_or_copy)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    else:
+        with atomic_path(target) as tmp:
+            tmp.unlink()
+            _link_or_copy(source, tmp)
+    return replace(record, video=str(target.relative_to(out_dir)))
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, target)
+
+
 def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
     """A row already scored ok in ``out_dir`` from the video that is there now."""
     path = record_path(out_dir, raw.id)
@@ -354,6 +384,8 @@ def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, 
                 record = load_record(record_path(out_dir, raw.id))
             else:
                 record, strip = next(scored)
+                if suite is not None and record.is_ok:  # submittable: the folder must hold its videos
+                    record = keep_video(out_dir, record)
                 if strip is not None:  # before the record: a record is what makes a case done
                     save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
                 save_record(out_dir, record)

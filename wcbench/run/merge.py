@@ -9,13 +9,14 @@ byte for byte, and the results built from them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from wcbench.core.storage import atomic_path, read_json
-from wcbench.run.manifest import ManifestError, manifest_hash, read_manifest, shard_rows
+from wcbench.run.manifest import ManifestError, keep_video, manifest_hash, read_manifest, shard_rows
 from wcbench.run.outdir import IDENTITY_FILE
 from wcbench.run.strip import strip_path
-from wcbench.scoring.record import load_records, record_path
+from wcbench.scoring.record import CaseRecord, load_record, load_records, record_path
 
 
 class MergeError(ValueError):
@@ -92,7 +93,8 @@ def check_shards(shard_dirs: list[Path], manifest: Path | None = None) -> dict:
 
 
 def copy_shards(out_dir: Path, shard_dirs: list[Path]) -> int:
-    """Copy every shard's case records (and report strips) into ``out_dir``, byte for byte and
+    """Copy every shard's case records (and report strips, and the videos a manifest that names
+    its suite keeps in the folder, ``videos/<id>.<ext>``) into ``out_dir``, byte for byte and
     atomically; returns the number of cases. Call after :func:`check_shards`, holding the lock
     on ``out_dir``."""
     copied = 0
@@ -101,6 +103,7 @@ def copy_shards(out_dir: Path, shard_dirs: list[Path]) -> int:
             if path.name.startswith("."):  # the temporary half of an atomic write
                 continue
             case_id = path.stem
+            _copy_kept_video(folder, out_dir, load_record(path))
             for source, target in ((strip_path(folder, case_id), strip_path(out_dir, case_id)),
                                    (path, record_path(out_dir, case_id))):  # the strip first, as score writes
                 if source.exists():
@@ -108,3 +111,13 @@ def copy_shards(out_dir: Path, shard_dirs: list[Path]) -> int:
                         tmp.write_bytes(source.read_bytes())
             copied += 1
     return copied
+
+
+def _copy_kept_video(folder: Path, out_dir: Path, record: CaseRecord) -> None:
+    """A video the shard holds (relative ``videos/...``: `score` of a suite's manifest keeps each
+    video in its folder, which `submit` requires) goes to the same place in ``out_dir``, a hard
+    link where possible, before the record that names it; absolute paths stay where they point."""
+    video = Path(str(record.video or ""))
+    if not record.is_ok or video.is_absolute() or video.parts[:1] != ("videos",) or ".." in video.parts:
+        return
+    keep_video(out_dir, replace(record, video=str(folder / video)))

@@ -4,7 +4,8 @@ Every results folder holds ``run.json``: the command that made it (``run`` or ``
 hash of its input (the suite, or the manifest) and the hash of its config. Writing into a
 folder is allowed only to the same command with the same input and config (that is how an
 interrupted run resumes); anything else is refused before a byte of the folder changes. A
-lock file keeps a second process out while one is writing.
+lock file keeps a second process out while one is writing; the half-written files a killed
+run left behind are deleted when the folder is claimed again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from wcbench.core.storage import LOCK_NAME, folder_lock, read_json, write_json
+from wcbench.core.storage import LOCK_NAME, folder_lock, read_json, remove_partials, write_json
 
 IDENTITY_FILE = "run.json"
 # Per command: the key of its input's hash and what to call that input in a message.
@@ -75,4 +76,5 @@ def claim_out_dir(out_dir: Path, header: dict) -> Iterator[None]:
         check_out_dir(out_dir, header)
         if not (out_dir / IDENTITY_FILE).exists():
             write_json(out_dir / IDENTITY_FILE, header)
+        remove_partials(out_dir)  # an earlier run killed mid-write left these (cases/, videos/)
         yield

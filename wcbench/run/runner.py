@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -31,12 +29,14 @@ import numpy as np
 import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
-from wcbench.core.environment import hardware, hardware_label
+from wcbench.core.environment import hardware, hardware_label, peak_memory_mb
+from wcbench.core.ids import id_path
 from wcbench.core.storage import write_text
 from wcbench.core.video import video_writer
 from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
+from wcbench.run.isolated import ModelProcessError
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
 from wcbench.run.background import CaseScore, CaseSpec, InlineScoring, Scoring, build_scoring
@@ -44,6 +44,7 @@ from wcbench.scoring.case import Scorers, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 DEFAULT_TIMEOUT_S = 600.0
+VIDEO_TEMPLATE = "videos/{id}.avi"  # a case's lossless video, relative to the results folder
 
 
 class ModelOutputError(RuntimeError):
@@ -113,15 +114,6 @@ def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, cas
     return frames
 
 
-def _peak_memory_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        if torch.cuda.is_available():
-            peak = max(peak, torch.cuda.max_memory_allocated() / 2**20)
-    return peak
-
-
 def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[Any, float]:
     """Call into the model under the time limit; returns (result, seconds). A model's
     exception becomes :class:`ModelFailure` carrying its traceback."""
@@ -129,6 +121,8 @@ def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[A
     with time_limit(timeout_s, what):
         try:
             result = call()
+        except ModelProcessError as err:  # raised in the model's own process: its traceback is the one to keep
+            raise ModelFailure(f"{what} failed: {err}", err.trace) from err
         except Exception as err:  # noqa: BLE001 - any model failure fails this case only
             raise ModelFailure(f"{what} failed: {type(err).__name__}: {err}", traceback.format_exc()) from err
     return result, time.perf_counter() - started
@@ -174,7 +168,9 @@ class CaseGeneration:
     def timing(self) -> dict:
         """Generation time, per-clip latency, frames per second, peak memory and the hardware."""
         return {"generate_s": self.generate_s, "clip_latency_s": self.latencies,
-                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
+                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9),
+                # a model in its own process (IsolatedModel) reports that process's peak
+                "peak_mem_mb": max(peak_memory_mb(), getattr(self.model, "peak_memory_mb", 0.0)),
                 "hardware": hardware_label(hardware())}
 
 
@@ -238,8 +234,8 @@ def generate_case_stored(model: WorldModel, suite: Suite, case: Case, run: RunCo
     failed record, not an exception."""
     record = CaseRecord(id=case.id, track=case.track, horizon=case.horizon, script=case.script, prompt=case.prompt,
                         num_frames=case.num_frames, latents_per_clip=suite.latents_per_clip, fov_deg=suite.fov_deg)
-    video_path = out_dir / "videos" / f"{case.id}.avi"
-    log_path = out_dir / "cases" / f"{case.id}.log"
+    video_path = id_path(out_dir, case.id, VIDEO_TEMPLATE)
+    log_path = id_path(out_dir, case.id, "cases/{id}.log")
     strip = StripFrames(case.num_frames)
     try:
         with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
@@ -252,12 +248,18 @@ def generate_case_stored(model: WorldModel, suite: Suite, case: Case, run: RunCo
         record.error = str(err)
         return record
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
-    return GeneratedCase(replace(record, prompt=world.prompt, video=f"videos/{case.id}.avi"), strip, timing)
+    return GeneratedCase(replace(record, prompt=world.prompt, video=VIDEO_TEMPLATE.format(id=case.id)), strip,
+                         timing)
 
 
 def scored_record(out_dir: Path, generated: GeneratedCase, score: CaseScore) -> CaseRecord:
     """The record of a generated case from its score; stores the report's strip frames first.
-    Scoring that raised (a bug, not a model failure) stops the run, as it would inline."""
+    A video no scorer can measure (:class:`~wcbench.scoring.case.UnscorableVideo`: frames too
+    small, all flat) fails its case and its video is deleted, as a model failure leaves none;
+    scoring that raised otherwise (a bug, not a model failure) stops the run, as it would inline."""
+    if score.unscorable:
+        (out_dir / generated.record.video).unlink(missing_ok=True)
+        return replace(generated.record, video=None, error=score.unscorable)
     if score.error:
         raise RuntimeError(f"scoring case {generated.record.id} failed:\n{score.error}")
     video_sha256 = sha256_file(out_dir / generated.record.video)
