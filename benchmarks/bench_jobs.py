@@ -1,7 +1,8 @@
 """Throughput of `wcbench score --jobs N` against `--jobs 1`: the same manifest of generated
 videos scored by the command line in a fresh process per setting, with its wall time, the peak
-memory of its process tree (sampled) and of its largest process (``ru_maxrss``), and a check
-that every setting wrote the same records (timing aside).
+memory of its process tree (sampled) and of its largest process (``ru_maxrss``), its CPU
+seconds (the work, whatever else runs on the machine), and a check that every setting wrote
+the same records (timing aside).
 
     .venv/bin/python benchmarks/bench_jobs.py                                  # 24 videos, 125 frames, 832x480
     .venv/bin/python benchmarks/bench_jobs.py --videos 8 --jobs 1 2 --repeat 2   # quicker; alternating, paired
@@ -72,10 +73,13 @@ def _tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def score(manifest: Path, out: Path, jobs: int) -> tuple[float, float, float]:
+def score(manifest: Path, out: Path, jobs: int) -> tuple[float, float, float, float]:
     """Seconds from the start of `wcbench score --jobs N` to its last record (scoring, with the
     process start; what --jobs speeds up) and to its exit (the report after it takes the same
-    time either way), and the peak summed RSS of its process tree in MB, sampled every 0.1 s."""
+    time either way), the CPU seconds of its process tree (user + system: what the work costs,
+    whatever else the machine runs), and the peak summed RSS of the tree in MB, sampled every
+    0.1 s."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     command = [sys.executable, "-m", "wcbench", "score", "--manifest", str(manifest), "--out", str(out),
                "--jobs", str(jobs)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -99,7 +103,9 @@ def score(manifest: Path, out: Path, jobs: int) -> tuple[float, float, float]:
     if child.returncode != 0:
         raise SystemExit(f"wcbench score --jobs {jobs} failed ({child.returncode}):\n{stderr.decode()[-2000:]}")
     last_record = max(path.stat().st_mtime for path in (out / "cases").glob("[!.]*.json")) - started_wall
-    return last_record, seconds, peak[0] / 2**20
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return last_record, seconds, cpu, peak[0] / 2**20
 
 
 def records(out: Path) -> dict[str, list]:
@@ -130,14 +136,15 @@ def main() -> None:
             base = None
             for jobs in args.jobs:
                 out = folder / f"out-{repeat}-{jobs}"
-                seconds, total, tree_mb = score(manifest, out, jobs)
+                seconds, total, cpu, tree_mb = score(manifest, out, jobs)
                 base = base or seconds
                 found = records(out)
                 reference = reference or found
                 same = found == reference and len(found) == args.videos
                 print(f"repeat {repeat}  --jobs {jobs}: last record at {seconds:6.1f} s  "
                       f"{args.videos / seconds:5.2f} videos/s  {base / seconds:4.2f}x --jobs {args.jobs[0]}  "
-                      f"(exit with report {total:5.1f} s)  peak RSS of the process tree {tree_mb:5.0f} MB  "
+                      f"(exit with report {total:5.1f} s)  CPU {cpu:6.1f} s ({cpu / total:4.2f} cores busy)  "
+                      f"peak RSS of the process tree {tree_mb:5.0f} MB  "
                       f"records identical: {same}", flush=True)
                 if not same:
                     raise SystemExit("records differ between settings")
