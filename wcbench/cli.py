@@ -2,6 +2,7 @@
 
     wcbench run --suite wc-mini --model oracle --out runs/oracle      generate + score a suite
     wcbench score --manifest videos.csv --out runs/mine               score videos made elsewhere
+    wcbench merge runs/all runs/shard-0 runs/shard-1                  join `score --shard i/N` folders
     wcbench report runs/oracle                                        rebuild tables and report.html
     wcbench export --suite wc600 --out export/                        start images, prompts, scripts, poses
     wcbench calibrate --estimator opencv                              choose an estimator's thresholds
@@ -26,6 +27,7 @@ from rich.table import Table
 
 from wcbench.core.controls import FORMATS
 from wcbench.core.environment import this_process_uses_a_gpu
+from wcbench.core.ids import check_name
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.core.terminal import console, progress_bar
 from wcbench.models.plugin import parse_model_args
@@ -135,23 +137,25 @@ def model_options(cfg: Any, model_args: str | None) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wcbench.data.suite import load_suite
-    from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
     from wcbench.run.runner import RunConfig, interactivity, run_header, run_suite
 
     cfg = load_config(args.overrides)
     suite = load_suite(args.suite)
     if args.limit < 0:
         raise UsageError(f"--limit {args.limit}: give a number of cases >= 1 (0: all)")
+    if args.score_workers < 0:
+        raise UsageError(f"--score-workers {args.score_workers}: give a number of processes >= 0 (0: score in this "
+                         "process, between the model's calls)")
     out_dir = _check_out(args.out)
     accelerator = _launcher(cfg.device)
     options = model_options(cfg, args.model_args)
     run = RunConfig(model=args.model, model_options=options, seed=cfg.seed, timeout_s=cfg.timeout_s,
                     mask=_checked_mask(args.mask))
     scorers = build_scorers(cfg)
-    model = build_model(args.model, include_paths=args.include_path or (), **options)
     header = run_header(suite, run, scorers)
     cases = suite.cases[:args.limit] if args.limit else suite.cases
-    with _claim(out_dir, header, accelerator):
+    with _run_model(args, cfg.isolate_model, options) as (model, model_name), _claim(out_dir, header, accelerator):
         if accelerator.is_main_process:
             console.print(f"[bold]wcbench run[/bold] suite {suite.name} ({len(cases)} of {len(suite.cases)} cases, "
                           f"hash {suite.content_hash()}) model {args.model} -> {out_dir}"
@@ -160,7 +164,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with progress or nullcontext():
             run_suite(suite, model, run, scorers, out_dir, rank=accelerator.process_index,
                       world_size=accelerator.num_processes, limit=args.limit, progress=progress,
-                      device=str(accelerator.device))
+                      device=str(accelerator.device), score_workers=args.score_workers)
+        if isinstance(model, IsolatedModel):
+            model.close()  # its memory (a GPU's too) is free before the report is built
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return 0
@@ -169,10 +175,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         missing = [c.id for c in cases if c.id not in done]
         if missing:
             raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
-        header["model_name"] = getattr(model, "name", args.model)
+        header["model_name"] = model_name
         speed = interactivity(records, reports_speed=getattr(model, "reports_speed", True))
         _print_interactivity(args.model, speed, getattr(model, "reports_speed", True))
         return _finish(out_dir, header, {"interactivity": speed})
+
+
+@contextmanager
+def _run_model(args: argparse.Namespace, is_isolated: bool, options: dict) -> Iterator[tuple[Any, str]]:
+    """The run's model and its checked name, built before the output folder is claimed (a model
+    that cannot be built, or has a bad name, is a usage error with nothing written). Isolated
+    (``isolate_model``): in a child process, which ends with the block however it ends."""
+    from wcbench.models.registry import build_model
+    from wcbench.run.isolated import IsolatedModel
+
+    if not is_isolated:
+        model = build_model(args.model, include_paths=args.include_path or (), **options)
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+        return
+    model = IsolatedModel(args.model, args.include_path or (), options)
+    try:
+        yield model, check_name(getattr(model, "name", args.model), f"the name of model {args.model!r}")
+    finally:
+        model.close()
 
 
 def _checked_mask(spec: str | None) -> str | None:
@@ -229,24 +254,71 @@ def _print_interactivity(model: str, speed: dict, reports_speed: bool) -> None:
     console.print(table)
 
 
+def _jobs(value: int | None, scorers: Any) -> int:
+    """``--jobs``: the processes that score videos side by side; when not given, all the cores
+    this process may use (one for learned scorers: :func:`wcbench.run.pool.default_workers`),
+    shared among the processes ``accelerate launch`` started on this machine."""
+    from wcbench.run.pool import default_workers
+
+    if value is None:
+        return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    if value < 1:
+        raise UsageError(f"--jobs {value}: give a number of processes >= 1")
+    return value
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    from wcbench.run.manifest import manifest_suite, read_manifest, score_header, score_manifest
+    from wcbench.run.manifest import (manifest_suite, parse_shard, read_manifest, score_header, score_manifest,
+                                      shard_rows)
 
     cfg = load_config(args.overrides)
     scorers = build_scorers(cfg)
     out_dir = _check_out(args.out)
+    jobs = _jobs(args.jobs, scorers)
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     manifest = Path(args.manifest)
     rows = read_manifest(manifest)
     suite = manifest_suite(rows, manifest, args.suite)
-    model_name = args.model_name or f"videos:{manifest.resolve().parent.name}"
+    model_name = check_name(args.model_name or f"videos:{manifest.resolve().parent.name}",
+                            "--model-name" if args.model_name else "the default --model-name (videos:<folder>)")
     mask = _checked_mask(args.mask)
-    header = score_header(manifest, scorers, model_name, suite, mask)
+    header = score_header(manifest, scorers, model_name, suite, mask, shard)
+    # accelerate only under `accelerate launch` (which sets WORLD_SIZE): importing torch costs a second
+    accelerator = _launcher(cfg.device) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else _SingleProcess()
+    ranks = (accelerator.process_index, accelerator.num_processes)
+    with _claim(out_dir, header, accelerator):
+        progress = progress_bar() if accelerator.is_main_process else None
+        with progress or nullcontext():
+            on_case = None
+            if progress:
+                task = progress.add_task("scoring", total=len(shard_rows(shard_rows(rows, shard), ranks)))
+                on_case = lambda record: progress.update(task, advance=1, description=f"scored {record.id}")  # noqa: E731
+            score_manifest(manifest, out_dir, scorers, suite, mask=mask, workers=jobs, shard=shard, ranks=ranks,
+                           on_case=on_case)
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return 0
+        done = {record.id for record in load_records(out_dir)}
+        missing = [raw.id for raw in shard_rows(rows, shard) if raw.id not in done]
+        if missing:
+            raise UsageError(f"{out_dir}: no record for case(s) {missing[:5]}; rerun the same command to finish them")
+        return _finish(out_dir, header)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from wcbench.run.merge import MergeError, check_shards, copy_shards
+
+    out_dir = _check_out(args.out)
+    try:
+        header = check_shards([Path(d) for d in args.shard_dirs], Path(args.manifest) if args.manifest else None)
+    except MergeError as err:
+        raise UsageError(str(err)) from None
     with _claim(out_dir, header):
-        with progress_bar() as progress:
-            task = progress.add_task("scoring", total=len(rows))
-            score_manifest(manifest, out_dir, scorers, suite,
-                           on_case=lambda record: progress.update(task, advance=1, description=f"scored {record.id}"),
-                           mask=mask)
+        count = copy_shards(out_dir, [Path(d) for d in args.shard_dirs])
+        console.print(f"merged {count} cases from {len(args.shard_dirs)} shards into {out_dir}")
         return _finish(out_dir, header)
 
 
@@ -309,19 +381,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from wcbench.report.leaderboard import submit
 
-    return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.seed)
+    return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.submitter, args.update,
+                  args.jobs)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from wcbench.report.leaderboard import verify
 
-    return verify(Path(args.results_dir), args.sample, args.seed, console)
+    return verify(Path(args.results_dir), args.sample, args.seed, console, args.jobs)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from wcbench.report.leaderboard import print_leaderboard
+    from wcbench.report.board import print_leaderboard
 
-    return print_leaderboard(args.suite, Path(args.leaderboards), console)
+    return print_leaderboard(args.suite, Path(args.leaderboards), console, args.mode)
 
 
 # ---------------------------------------------------------------- parser
@@ -354,6 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the first N cases (a smoke test; rerun without --limit into the same --out to "
                         "finish the suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--score-workers", type=int, default=1, metavar="N",
+                   help="processes that score clips while the model makes the next ones (per process under "
+                        "accelerate); 0 scores in this process between the model's calls. The numbers do not "
+                        "depend on it [1]")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_run)
 
@@ -363,7 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "case. "
                                    "A manifest from `wcbench export` names its suite: its rows are checked against "
                                    "the suite, and the results folder can be submitted to the suite's leaderboard. "
-                                   "A rerun into the same --out skips rows already scored from the same video.")
+                                   "A rerun into the same --out skips rows already scored from the same video. "
+                                   "Shard across processes and machines with `accelerate launch --num_processes N "
+                                   "-m wcbench score ...` (one --out that every process sees), or with --shard "
+                                   "and `wcbench merge`.")
     p.add_argument("--manifest", required=True, help="CSV or JSONL manifest")
     p.add_argument("--out", required=True, help="results folder (created; reused to resume)")
     p.add_argument("--model-name", default=None,
@@ -373,8 +453,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the suite's YAML file, when the manifest's suite is not built in (or to check a "
                         "manifest without suite columns against a suite)")
     p.add_argument("--mask", default=None, metavar="IMAGE|x,y,w,h;...", help=MASK_HELP)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="videos scored side by side, one process and one thread each; the results do not depend "
+                        "on it [the cores this process may use; 1 with learned scorers such as HPSv3]")
+    p.add_argument("--shard", default=None, metavar="i/N",
+                   help="score only shard i of N (every N-th row from the i-th), into its own --out; then "
+                        "`wcbench merge` the N folders (a Slurm array: docs/runs.md)")
     p.add_argument("overrides", nargs="*", help=settings_help)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("merge", help="merge the folders of `wcbench score --shard i/N` runs into one",
+                       description="Check that SHARD_DIRS are all N shards of one manifest scored with one config, "
+                                   "each complete, covering every row once; then write into OUT the folder one "
+                                   "unsharded `wcbench score` would have written (the same case records, byte for "
+                                   "byte).")
+    p.add_argument("out", help="results folder to write (new, or an earlier merge of the same shards)")
+    p.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR")
+    p.add_argument("--manifest", default=None,
+                   help="the manifest, when it is no longer where the shards recorded it (checked by its hash)")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("report", help="rebuild results.json, summary.csv, cases.csv and report.html from stored "
                                       "records")
@@ -414,16 +511,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     default_boards = os.environ.get("WCBENCH_LEADERBOARDS", "leaderboards")
     sample_help = "cases to re-score from their videos [at least 3 or 10%%]"
-    seed_help = "seed of the re-scored sample [derived from the videos' hashes]"
-    p = sub.add_parser("submit", help="validate a results folder and add it to leaderboards/<suite>",
+    seed_help = "seed of the re-scored sample [drawn now, and printed]"
+    rescore_jobs_help = ("videos re-scored side by side, one process each (the pool of `score --jobs`); the result "
+                         "does not depend on it [the cores this process may use; 1 with learned scorers]")
+    p = sub.add_parser("submit", help="check a results folder, re-score its videos, add it to leaderboards/<suite>",
                        description="Check a results folder of `wcbench run` (or of `wcbench score` on an exported "
-                                   "manifest) end to end: suite, scorers, every case exactly once, numbers against "
-                                   "labels, every video against its hash, and a re-score of a sample of cases. "
-                                   "Then append it to leaderboards/<suite>.jsonl and re-render <suite>.md.")
+                                   "manifest) end to end: suite, scorers, model name, every case exactly once, "
+                                   "numbers against labels, summary groups, every video inside the folder against "
+                                   "its hash. Then score every video again and compare (any difference refuses, "
+                                   "naming the case), and add the row computed here to leaderboards/<suite>.jsonl "
+                                   "(<suite>.worldcompass-compat.jsonl for compat-mode runs), re-rendering the .md.")
     p.add_argument("results_dir")
     p.add_argument("--leaderboards", default=default_boards)
-    p.add_argument("--sample", type=int, default=None, help=sample_help)
-    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="quick mode: re-score only N cases, drawn under a seed made now and recorded in the entry "
+                        "[all cases]")
+    p.add_argument("--submitter", default=None,
+                   help="who submits; a model name is one row per submitter [your login name]")
+    p.add_argument("--update", action="store_true",
+                   help="replace this submitter's row of the same model name instead of refusing")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help=rescore_jobs_help)
     p.set_defaults(func=cmd_submit)
     p = sub.add_parser("verify", help="check every video's hash, re-score a sample, flag cases that differ",
                        description="Check every stored video against its record's hash and re-score a sample of "
@@ -432,10 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results_dir")
     p.add_argument("--sample", type=int, default=None, help=sample_help)
     p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help=rescore_jobs_help)
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("leaderboard", help="print a suite's leaderboard")
     p.add_argument("suite")
     p.add_argument("--leaderboards", default=default_boards)
+    p.add_argument("--mode", default="default", choices=("default", "worldcompass-compat"),
+                   help="which board: default-mode runs, or those scored with mode=worldcompass-compat")
     p.set_defaults(func=cmd_leaderboard)
     return parser
 

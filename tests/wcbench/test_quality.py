@@ -2,8 +2,10 @@
 right on smooth renders, pixel-scale texture and real footage, drift and flicker, the registry
 and clip_vq. (The HPSv3 scorers are in test_hpsv3.py.)"""
 
+from fractions import Fraction
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -230,3 +232,26 @@ def test_clip_vq_is_the_nan_ignoring_mean():
     assert np.isnan(clip_vq(result, slice(2, 3)))
     with pytest.raises(ValueError, match="no frames"):
         clip_vq(result, slice(5, 9))
+
+
+def test_blur_effect_sums_exactly_whatever_the_thread_count():
+    """The blur effect's masked means are exact (integer sums), so a frame's value is the same
+    under any number of OpenCV threads (cv2.mean's IPP path differed in the last bit, which made
+    `score --jobs 1` and its one-thread workers disagree) and on any machine."""
+    rng = np.random.default_rng(5)
+    for high, share in ((8, 0.5), (60, 0.1), (300, 0.03), (2805, 0.1)):  # cv2.mean: inexact on the first three
+        values = rng.integers(0, high, (478, 831)).astype(np.int16)  # a frame's differences: one column fewer
+        mask = ((rng.random((478, 831)) > 1 - share) * 255).astype(np.uint8)
+        exact = Fraction(int(values[mask > 0].astype(np.int64).sum()), int(np.count_nonzero(mask)))
+        assert vq_terms._masked_mean(values, mask) == float(exact)
+    assert vq_terms._masked_mean(values, np.zeros_like(mask)) == 0.0
+    texture = cv2.GaussianBlur((rng.random((480, 832)) * 255).astype(np.uint8), (0, 0), 2.0)
+    threads = cv2.getNumThreads()
+    try:
+        values = []
+        for count in (1, 2, 4):
+            cv2.setNumThreads(count)
+            values.append(vq_terms.compute_blur_effect(texture))
+    finally:
+        cv2.setNumThreads(threads)
+    assert values[0] == values[1] == values[2]

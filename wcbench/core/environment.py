@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import resource
 import sys
 from functools import lru_cache
 from importlib import metadata
@@ -78,6 +79,16 @@ def hardware() -> dict:
 def hardware_label(info: dict) -> str:
     """One line for tables: the GPU when there is one, else the CPU and its cores."""
     return info["gpu"] or f"{info['cpu']} ({info['cores']} cores)"
+
+
+def peak_memory_mb() -> float:
+    """This process's peak memory in MB: resident set size, or the GPU's allocations if larger."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.cuda.is_available():
+            peak = max(peak, torch.cuda.max_memory_allocated() / 2**20)
+    return peak
 
 
 def timestamp() -> str:

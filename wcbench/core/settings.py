@@ -40,6 +40,7 @@ class RunSettings:
     device: str = "auto"
     model_options: Dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 600.0
+    isolate_model: bool = True
 
 
 _OPTION_GROUPS = {f.name for f in fields(RunSettings) if f.name.endswith("_options")}

@@ -3,10 +3,13 @@ none, never half of one) and the folder lock that keeps two processes out of one
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import fcntl
 import json
 import os
+import re
 import secrets
 import socket
 from contextlib import contextmanager
@@ -14,6 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 LOCK_NAME = ".wcbench.lock"
+# The temporary name atomic_path gives a file being written: .<stem>.<pid>-<8 hex>.partial<suffix>
+PARTIAL_NAME = re.compile(r"\..*\.(?P<pid>\d+)-[0-9a-f]{8}\.partial(\.[^/]*)?")
 
 
 class FolderBusyError(RuntimeError):
@@ -38,6 +43,54 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def remove_partials(folder: str | Path, depth: int = 1) -> list[Path]:
+    """Delete the temporary files of atomic writes whose writer is dead (``kill -9``, a power cut)
+    in ``folder`` and its subfolders down to ``depth`` levels; returns them. A live writer's
+    (its pid still running on this machine) are left alone."""
+    folder = Path(folder)
+    found = [p for level in range(depth + 1) for p in folder.glob("/".join(["*"] * level + [".*.partial*"]))]
+    removed = []
+    for path in found:
+        match = PARTIAL_NAME.fullmatch(path.name)
+        if match and path.is_file() and not _is_running(int(match["pid"])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+# OWASP's rule against CSV injection: a spreadsheet runs a cell that starts with one of these as a
+# formula (=cmd|' /C calc'!A0), so such text cells get a leading apostrophe, which shows as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralize_cell(value: Any) -> Any:
+    """``value`` with a leading apostrophe if it is text a spreadsheet would read as a formula;
+    numbers (a negative one is a number, not a formula) and other text unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """``rows`` as CSV text with a header, every text cell neutralised (:func:`neutralize_cell`).
+    Every CSV wcbench writes goes through here."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows({k: neutralize_cell(v) for k, v in row.items()} for row in rows)
+    return buffer.getvalue()
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import yaml
 
 from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.ids import id_problem
 from wcbench.core.video import odd_size_problem
 from wcbench.data.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
 from wcbench.data.scenes.synthetic import RENDERER_VERSION, SCENE_FAMILIES
@@ -238,6 +239,9 @@ def _validate_case(path: Path, index: int, entry: Any, horizons: dict[str, int])
     for key in ("id", "track", "horizon", "script"):
         if key not in entry:
             raise SuiteError(f"{where}: missing key {key!r}")
+    problem = id_problem(entry["id"])
+    if problem:  # ids name files under --out: refused here, before a run or an export writes anything
+        raise SuiteError(f"{path}: case {index}: {problem}")
     if entry["track"] not in TRACKS:
         raise SuiteError(f"{where}: unknown track {entry['track']!r}; known: {', '.join(TRACKS)}")
     if entry["horizon"] not in horizons:

@@ -48,6 +48,17 @@ def _as_array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def portable_frames(frames: Any) -> Any:
+    """Frames as a model returned them, with torch tensors (and PIL images) made numpy arrays,
+    values untouched: what can cross a process boundary (a CUDA tensor cannot), to be checked
+    and converted by :func:`to_video` on the other side, exactly as in one process."""
+    if isinstance(frames, (list, tuple)):
+        return [portable_frames(frame) for frame in frames]
+    if _is_torch(frames) or _is_pil(frames):
+        return _as_array(frames)
+    return frames
+
+
 def _channels_last(array: np.ndarray) -> np.ndarray:
     """(T, H, W, 3) from (T, H, W, 3), (T, 3, H, W) or (3, T, H, W); a leading batch of one is dropped."""
     if array.ndim == 5:

@@ -12,6 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from wcbench.core.actions import FRAMES_PER_LATENT, Action
+from wcbench.core.ids import id_path
 from wcbench.core.video import VIDEO_SUFFIXES, VideoSource
 from wcbench.models.base import CaseInfo
 
@@ -32,11 +33,11 @@ class VideoFolderModel:
 
     def _find(self, case_id: str) -> Path:
         for suffix in VIDEO_SUFFIXES:
-            candidate = self.folder / f"{case_id}{suffix}"
+            candidate = id_path(self.folder, case_id, "{id}" + suffix)
             if candidate.exists():
                 return candidate
-        if (self.folder / case_id).is_dir():
-            return self.folder / case_id
+        if id_path(self.folder, case_id).is_dir():
+            return id_path(self.folder, case_id)
         raise FileNotFoundError(f"{self.folder}: no video for case {case_id!r} "
                                 f"(looked for {case_id}.mp4/.avi/.mkv or a folder {case_id}/)")
 

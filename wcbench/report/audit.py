@@ -1,24 +1,29 @@
 """Checks that a results folder holds what its records claim, for ``submit`` and ``verify``:
-every video present with the hash its record holds, and a seeded sample of cases re-scored
-from their videos with the recorded scorers, giving the same labels and numbers.
+every video inside the folder, named by its case, present with the hash its record holds, and
+the cases re-scored from their videos with the recorded scorers, giving the same labels and
+numbers.
 
-The sample is at least 3 cases or 10 % of them; its default seed derives from the videos'
-hashes, so the person submitting cannot pick which cases are re-scored without changing the
-videos themselves.
+``submit`` re-scores every case (or, with ``--sample``, a sample drawn under a seed made fresh
+at that moment, so nobody can know beforehand which cases it will be). :func:`rescore_all`
+spreads the work over the process pool of ``wcbench score --jobs``
+(:func:`wcbench.run.pool.map_scored`): each job is a picklable :class:`RescoreJob`,
+:func:`rescore_job` the top-level function the workers run.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from wcbench.core.actions import Thresholds, parse_script
-from wcbench.core.video import VideoReadError, VideoSource
+from wcbench.core.video import VIDEO_SUFFIXES, VideoReadError, VideoSource
 from wcbench.pose import build_estimator
+from wcbench.run.pool import map_scored
 from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.scoring.record import CaseRecord
@@ -44,10 +49,29 @@ def video_path(results_dir: Path, record: CaseRecord) -> Path:
     return video if video.is_absolute() else results_dir / video
 
 
-def check_video(results_dir: Path, record: CaseRecord) -> Finding | None:
-    """The video must exist and hash to the record's ``video_sha256``."""
+def outside_problem(results_dir: Path, record: CaseRecord) -> str | None:
+    """Why a record's video is not its own file in the folder (None: it is): a submission holds
+    its videos, each at ``videos/<id>.<ext>`` (or a frame folder ``videos/<id>/``), resolving
+    (links followed) to a path inside the folder."""
+    video = Path(str(record.video or ""))
+    is_named = video.parent == Path("videos") and (
+        video.name == record.id or (video.stem == record.id and video.suffix.lower() in VIDEO_SUFFIXES))
+    if video.is_absolute() or not is_named:
+        return (f"video {record.video} is not the folder's own videos/{record.id}.<ext>: a submission holds "
+                "every case's video, named by its case")
+    if not (results_dir / video).resolve().is_relative_to(results_dir.resolve()):
+        return f"video {record.video} links to a file outside {results_dir}"
+    return None
+
+
+def check_video(results_dir: Path, record: CaseRecord, is_inside: bool = False) -> Finding | None:
+    """The video must exist and hash to the record's ``video_sha256``; with ``is_inside``, also be
+    the folder's own file for the case (:func:`outside_problem`)."""
     if not record.video:
         return Finding(record.id, "the record names no video")
+    problem = outside_problem(results_dir, record) if is_inside else None
+    if problem:
+        return Finding(record.id, problem)
     path = video_path(results_dir, record)
     if not path.exists():
         return Finding(record.id, f"video {path} is missing")
@@ -62,12 +86,10 @@ def sample_size(num_cases: int, requested: int | None = None) -> int:
     return max(0, min(size, num_cases))
 
 
-def default_seed(records: list[CaseRecord]) -> int:
-    """A seed from the cases' ids and video hashes: fixed for a folder, unknown before its videos are."""
-    digest = hashlib.sha256()
-    for record in sorted(records, key=lambda r: r.id):
-        digest.update(f"{record.id}:{record.video_sha256}\n".encode())
-    return int.from_bytes(digest.digest()[:4], "little")
+def fresh_seed() -> int:
+    """A sample seed from the operating system's randomness, drawn when the check runs: nothing
+    in a results folder (ids, videos, their hashes) can predict or steer it."""
+    return secrets.randbits(32)
 
 
 def choose_sample(records: list[CaseRecord], size: int, seed: int) -> list[CaseRecord]:
@@ -120,6 +142,29 @@ def compare_rescored(record: CaseRecord, fields: dict) -> str | None:
     if (stored_vq is None) != (vq is None) or (vq is not None and abs(vq - stored_vq) > VQ_TOLERANCE):
         return f"re-scoring its video gives vq={vq}, the record holds {stored_vq}"
     return None
+
+
+@dataclass(frozen=True)
+class RescoreJob:
+    """One case to re-score: everything a pool worker needs besides the scorers, picklable."""
+
+    results_dir: Path
+    record: CaseRecord
+
+
+def rescore_job(job: RescoreJob, scorers: Scorers) -> tuple[str, dict | None, Finding | None]:
+    """Re-score one case (the function :func:`wcbench.run.pool.map_scored` runs, in whatever
+    process): (case id, its fields now or None, a finding or None)."""
+    fields, finding = audit_case(job.results_dir, job.record, scorers)
+    return job.record.id, fields, finding
+
+
+def rescore_all(results_dir: Path, records: list[CaseRecord], scorers: Scorers,
+                workers: int = 1) -> Iterator[tuple[str, dict | None, Finding | None]]:
+    """Re-score ``records`` from their videos in ``workers`` processes (the pool of ``wcbench
+    score --jobs``: :func:`wcbench.run.pool.map_scored`), yielding (case id, fields, finding) in
+    the records' order. Close it (``contextlib.closing``) when stopping early: that stops the pool."""
+    return map_scored(rescore_job, [RescoreJob(results_dir, record) for record in records], scorers, workers)
 
 
 def audit_case(results_dir: Path, record: CaseRecord, scorers: Scorers) -> tuple[dict | None, Finding | None]:

@@ -1,20 +1,29 @@
-"""Leaderboards: ``submit`` validates a results folder and appends it to
-``leaderboards/<suite>.jsonl`` (re-rendering ``<suite>.md``); ``verify`` re-scores stored
-videos; ``leaderboard`` prints the table.
+"""Leaderboards: ``submit`` checks a results folder, re-scores its videos and adds the row it
+computed itself to ``leaderboards/<suite>.jsonl`` (re-rendering ``<suite>.md``; compat-mode runs
+go to their own board, :mod:`wcbench.report.board`); ``verify`` re-scores stored videos.
 
-Submit trusts nothing it can recompute: the suite hash, scorer versions and thresholds must be
-this wcbench's; every suite case must be present exactly once and nothing else; each case's
-script and commanded labels must be the suite's, its accuracy must follow from its labels, every
-aggregate from the cases; every video must be present with the hash its record holds; and a
-seeded sample of cases is re-scored from the videos (:mod:`wcbench.report.audit`). Results of
-``wcbench run`` and of ``wcbench score`` on a manifest exported from the suite are accepted alike.
+A board entry is what the board computed. Submit trusts nothing it can recompute: the suite hash,
+scorer versions and thresholds must be this wcbench's; every suite case must be present exactly
+once and nothing else; each case's script and commanded labels must be the suite's, its accuracy
+must follow from its labels, the summary must have exactly the suite's groups and follow from the
+cases; every video must be the folder's own file for its case, with the hash its record holds,
+and no two cases may share one. Then every video is scored again (``--sample N``: N cases, drawn
+under a seed made at that moment and recorded in the entry) and the submitted numbers are only
+compared: any difference refuses the submission, naming the case. The model name follows a plain
+rule and is one row per submitter (``--update`` replaces it); the reported speed is shown as
+reported, never ranked. Results of ``wcbench run`` and of ``wcbench score`` on a manifest
+exported from the suite are accepted alike.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
 import json
 import math
+import time
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +32,15 @@ from rich.console import Console
 from rich.table import Table
 
 from wcbench.core.actions import label_hits
+from wcbench.core.ids import IdError, check_name
 from wcbench.core.storage import read_json, write_text
 from wcbench.data.suite import SuiteError, load_suite
 from wcbench.pose import build_estimator
 from wcbench.report import audit
+from wcbench.report.board import DEFAULT_MODE, fmt, board_path, print_leaderboard, read_entries, render_markdown
 from wcbench.report.summary import summarize
+from wcbench.run.pool import default_workers
+from wcbench.scoring.case import Scorers
 from wcbench.scoring.following import commanded_labels
 from wcbench.scoring.quality import build_quality_scorer
 from wcbench.scoring.record import CaseRecord, load_records
@@ -35,6 +48,9 @@ from wcbench.scoring.record import CaseRecord, load_records
 TOLERANCE = 1e-9
 _HEADER_KEYS = ("version", "estimator", "quality", "mode", "suite", "suite_hash", "model", "config_hash",
                 "cases", "summary")
+MAX_HARDWARE_LENGTH = 100
+# What a re-score replaces in a submitted record (the commanded path is drawn, not scored).
+RESCORED_FIELDS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq", "vq_raw", "per_clip", "labels")
 
 
 class SubmissionError(ValueError):
@@ -140,12 +156,121 @@ def _check_case(record: CaseRecord, case, mode: str, where: str) -> None:
     _recompute_case(record, mode, where)
 
 
-def validate(results_dir: Path, sample: int | None = None, seed: int | None = None) -> tuple[dict, list[CaseRecord]]:
-    """Check a results folder end to end; returns (results, full case records).
+def _check_header(results: dict, results_path: Path) -> str:
+    """The fields a board row shows that no re-score can check: the model name (the rule of
+    :func:`check_name`) and the self-reported speed (a number and a short hardware label).
+    Returns the model name."""
+    try:
+        name = check_name(results.get("model_name", results["model"]), "model_name")
+    except IdError as err:
+        raise SubmissionError(f"{results_path}: {err}") from None
+    speed = results.get("interactivity") or {}
+    if not isinstance(speed, dict):
+        raise SubmissionError(f"{results_path}: interactivity must be a mapping")
+    fps = speed.get("fps")
+    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+        raise SubmissionError(f"{results_path}: interactivity.fps={fps!r} is not a positive number")
+    hardware = speed.get("hardware")
+    if hardware is not None and not (isinstance(hardware, str) and len(hardware) <= MAX_HARDWARE_LENGTH):
+        raise SubmissionError(f"{results_path}: interactivity.hardware must be text of at most "
+                              f"{MAX_HARDWARE_LENGTH} characters")
+    return name
 
-    ``sample`` cases (default: at least 3 or 10 %) are re-scored from their videos under
-    ``seed`` (default: derived from the videos' hashes). Raises SubmissionError naming the case.
-    """
+
+def _check_summary(results: dict, results_path: Path, suite, records: list[CaseRecord]) -> None:
+    """results.json's summary has exactly the suite's groups (track/horizon, overall), each with
+    the numbers its cases give."""
+    wanted = {f"{c.track}/{c.horizon}" for c in suite.cases} | {"overall"}
+    stored = results.get("summary")
+    if not isinstance(stored, dict):
+        raise SubmissionError(f"{results_path}: summary must be a mapping of groups")
+    odd = sorted(set(stored) ^ wanted)
+    if odd:
+        what = "is not one of" if odd[0] in stored else "is missing from the summary; the suite has"
+        raise SubmissionError(f"{results_path}: summary group {odd[0]!r} {what} suite {suite.name!r}'s groups "
+                              f"{sorted(wanted)}")
+    for key, block in summarize(records).items():
+        if not isinstance(stored[key], dict):
+            raise SubmissionError(f"{results_path}: summary group {key!r} is not a mapping of numbers")
+        for field, value in block.items():
+            if not _close(value, stored[key].get(field)):
+                raise SubmissionError(f"{results_path}: summary {key}.{field}={stored[key].get(field)} but the cases "
+                                      f"give {value}; numbers were edited or the run is mixed")
+
+
+def _check_videos(results_dir: Path, cases: dict, records: list[CaseRecord]) -> None:
+    """Every video is the folder's own file for its case, hashes as recorded, and no two cases
+    share one unless they are the same case (same script, start scene or image, prompt)."""
+    for record in records:
+        finding = audit.check_video(results_dir, record, is_inside=True)
+        if finding:
+            raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
+    first_with: dict[str, CaseRecord] = {}
+    for record in sorted(records, key=lambda r: r.id):
+        other = first_with.setdefault(record.video_sha256, record)
+        same_case = _content(cases[other.id]) == _content(cases[record.id])
+        if other is not record and not same_case:
+            raise SubmissionError(f"{results_dir}: case {record.id}: its video is the same file (sha256) as case "
+                                  f"{other.id}'s, a different case")
+
+
+def _content(case) -> tuple:
+    return case.script, case.scene_seed, case.image, case.prompt
+
+
+@dataclass
+class Checked:
+    """A submission that passed: its results.json, the model name, the records the board
+    computed (re-scored ones in place of the submitted) and what was re-scored."""
+
+    results: dict
+    model_name: str
+    records: list[CaseRecord]
+    rescored: dict  # {"cases": n, "of": total, "seed": seed or None}
+    seconds: float
+
+
+def _choose(records: list[CaseRecord], sample: int | None, mode: str) -> tuple[list[CaseRecord], int | None]:
+    """Every record, or with ``sample`` that many drawn under a fresh seed (and the seed)."""
+    if sample is None or sample >= len(records):
+        return records, None
+    if mode != DEFAULT_MODE:
+        raise SubmissionError(f"--sample: a {mode} run is only accepted whole (its cases' numbers cannot be "
+                              "recomputed from stored labels); submit without --sample")
+    if sample < 1:
+        raise SubmissionError(f"--sample {sample}: give at least 1 case (or leave it out to re-score all)")
+    seed = audit.fresh_seed()
+    return audit.choose_sample(records, sample, seed), seed
+
+
+def rescore_workers(jobs: int | None, scorers: Scorers) -> int:
+    """``--jobs`` of submit and verify: the processes that re-score side by side; when not
+    given, those ``wcbench score`` would use (:func:`wcbench.run.pool.default_workers`)."""
+    if jobs is None:
+        return default_workers(scorers)
+    if jobs < 1:
+        raise SubmissionError(f"--jobs {jobs}: give a number of processes >= 1")
+    return jobs
+
+
+def _rescore(results_dir: Path, results: dict, records: list[CaseRecord], chosen: list[CaseRecord],
+             jobs: int | None) -> list[CaseRecord]:
+    """Re-score ``chosen`` in the scoring pool; a difference from the submitted record refuses,
+    naming the case (the first in id order). Returns the records with each re-scored one's fields
+    from its re-score."""
+    by_id = {r.id: r for r in records}
+    scorers = audit.recorded_scorers(results)
+    with closing(audit.rescore_all(results_dir, chosen, scorers, rescore_workers(jobs, scorers))) as rescored:
+        for case_id, fields, finding in rescored:
+            if finding:
+                raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
+            by_id[case_id] = replace(by_id[case_id], **{k: v for k, v in fields.items() if k in RESCORED_FIELDS})
+    return [by_id[r.id] for r in records]
+
+
+def validate(results_dir: Path, sample: int | None = None, jobs: int | None = None) -> Checked:
+    """Check a results folder end to end and re-score its videos (all, or ``sample`` cases under
+    a seed drawn now) in ``jobs`` processes; raises SubmissionError naming the file, case or field."""
     results_path = results_dir / "results.json"
     if not results_path.exists():
         raise SubmissionError(f"{results_path}: not found; run `wcbench run` (or `wcbench score` on an exported "
@@ -155,6 +280,7 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
     if missing:
         raise SubmissionError(f"{results_path}: missing {missing} (only results of `wcbench run`, or of `wcbench "
                               "score` on a manifest from `wcbench export`, can be submitted)")
+    model_name = _check_header(results, results_path)
     suite = _load_suite(results, results_path)
     _check_scorers(results, results_path)
     records = load_records(results_dir)
@@ -169,130 +295,71 @@ def validate(results_dir: Path, sample: int | None = None, seed: int | None = No
         where = f"{results_dir}: case {record.id}"
         _check_case(record, cases[record.id], results["mode"], where)
         row = rows[record.id]
-        if any(not _close(row.get(k), getattr(record, k)) for k in ("if_acc", "if_trans_acc", "if_rot_acc", "vq")):
-            raise SubmissionError(f"{where}: results.json row differs from the case record")
-    summary = summarize(records)
-    for key, block in summary.items():
-        stored = results["summary"].get(key, {})
-        for field, value in block.items():
-            if not _close(value, stored.get(field)):
-                raise SubmissionError(f"{results_path}: summary {key}.{field}={stored.get(field)} but the cases "
-                                      f"give {value}; numbers were edited or the run is mixed")
-    for record in records:
-        finding = audit.check_video(results_dir, record)
-        if finding:
-            raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
-    scorers = audit.recorded_scorers(results)
-    seed = audit.default_seed(records) if seed is None else seed
-    for record in audit.choose_sample(records, audit.sample_size(len(records), sample), seed):
-        _, finding = audit.audit_case(results_dir, record, scorers)
-        if finding:
-            raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
-    return results, records
+        for key in ("if_acc", "if_trans_acc", "if_rot_acc", "vq"):
+            if not _close(row.get(key), getattr(record, key)):
+                raise SubmissionError(f"{where}: results.json's {key} differs from the case record's")
+    _check_summary(results, results_path, suite, records)
+    _check_videos(results_dir, cases, records)
+    chosen, seed = _choose(records, sample, results["mode"])
+    started = time.perf_counter()
+    board_records = _rescore(results_dir, results, records, chosen, jobs)
+    return Checked(results, model_name, board_records, {"cases": len(chosen), "of": len(records), "seed": seed},
+                   time.perf_counter() - started)
 
 
-def _entry(results: dict, results_dir: Path) -> dict:
+def _entry(checked: Checked, results_dir: Path, submitter: str) -> dict:
+    """The board row, from the board's own records; timing and hardware as the submitter reported them."""
+    results = checked.results
     return {
-        "model": results["model"], "model_name": results.get("model_name", results["model"]),
+        "model": results["model"], "model_name": checked.model_name, "submitter": submitter,
         "model_options": results.get("model_options", {}), "suite": results["suite"],
         "suite_hash": results["suite_hash"], "config_hash": results["config_hash"],
         "estimator": results["estimator"], "quality": results["quality"], "mode": results["mode"],
-        "wcbench_version": results["version"], "summary": results["summary"],
-        "interactivity": results.get("interactivity", {}), "submitted": dt.date.today().isoformat(),
-        "source": results_dir.name, "command": results.get("command", "run"),
+        "wcbench_version": results["version"], "summary": summarize(checked.records),
+        "rescored": checked.rescored, "interactivity": results.get("interactivity", {}),
+        "submitted": dt.date.today().isoformat(), "source": results_dir.name, "command": results.get("command", "run"),
     }
 
 
-def _fmt(value: float | None, ci: list | None = None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    text = f"{value:.3f}"
-    if ci and all(x is not None and not math.isnan(x) for x in ci):
-        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-    return text
-
-
-def _rows(entries: list[dict]) -> list[list[str]]:
-    ranked = sorted(entries, key=lambda e: (-e["summary"]["overall"]["if_acc"], -(e["summary"]["overall"]["vq"] or 0)))
-    rows = []
-    for rank, entry in enumerate(ranked, start=1):
-        overall = entry["summary"]["overall"]
-        basic = entry["summary"].get("basic/short", {})
-        combined = [v["if_acc"] for k, v in entry["summary"].items() if k.startswith("combined/")]
-        rows.append([str(rank), entry["model_name"], _fmt(overall["if_acc"], overall.get("if_acc_ci")),
-                     _fmt(overall["if_trans_acc"]), _fmt(overall["if_rot_acc"]),
-                     _fmt(float(np.mean(combined)) if combined else None), _fmt(overall["vq"], overall.get("vq_ci")),
-                     _speed(entry.get("interactivity") or {}), str(overall.get("n_ok", basic.get("n", "")))])
-    return rows
-
-
-def _speed(interactivity: dict) -> str:
-    """Frames/s with the hardware it was measured on; "-" without one of them (stand-in models
-    such as the oracle record none, and a frame rate without its machine means nothing)."""
-    if not interactivity.get("fps") or not interactivity.get("hardware"):
-        return "-"
-    return f"{interactivity['fps']:.1f} on {interactivity['hardware']}"
-
-
-_COLUMNS = ["#", "model", "IF acc [95% CI]", "IF trans", "IF rot", "IF combined", "VQ [95% CI]", "frames/s", "cases"]
-
-
-def render_markdown(suite: str, entries: list[dict]) -> str:
-    lines = [f"# Leaderboard: {suite}", "",
-             "IF acc: share of frame transitions whose estimated camera motion matches the commanded action "
-             "(81 classes); VQ: visual quality, higher is better. Brackets: bootstrap 95% intervals over cases. "
-             "frames/s: generation speed on the hardware named (none for stand-ins that generate nothing, "
-             "such as the oracle or replayed videos). Generated by `wcbench submit`; do not edit by hand.", "",
-             "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    lines += ["| " + " | ".join(row) + " |" for row in _rows(entries)]
-    scorers = {(e["estimator"]["name"], e["estimator"]["version"], e["quality"]["name"], e["mode"]) for e in entries}
-    lines += ["", "Scorers: " + "; ".join(f"estimator {a} v{b}, quality {c}, mode {d}"
-                                        for a, b, c, d in sorted(scorers))]
-    return "\n".join(lines) + "\n"
-
-
-def read_entries(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def default_submitter() -> str:
+    """The login name: who submits, unless ``--submitter`` says otherwise."""
+    return getpass.getuser()
 
 
 def submit(results_dir: Path, boards: Path, console: Console, sample: int | None = None,
-           seed: int | None = None) -> int:
-    """Validate (re-scoring ``sample`` cases under ``seed``) and append; refuses duplicates
-    (same suite, model and config hash)."""
-    results, _ = validate(results_dir, sample, seed)
-    jsonl = boards / f"{results['suite']}.jsonl"
+           submitter: str | None = None, update: bool = False, jobs: int | None = None) -> int:
+    """Validate and re-score (:func:`validate`), then add the board's own row to the suite's
+    board for the run's mode. A model name is one row per submitter: a second submission under
+    it is refused unless ``update``, which replaces the row."""
+    try:
+        submitter = check_name(submitter or default_submitter(), "--submitter")
+    except IdError as err:
+        raise SubmissionError(str(err)) from None
+    checked = validate(results_dir, sample, jobs)
+    results = checked.results
+    suite, mode = results["suite"], results["mode"]
+    jsonl = board_path(boards, suite, mode, ".jsonl")
     entries = read_entries(jsonl)
-    for entry in entries:
-        if (entry["config_hash"], entry["suite_hash"], entry["model"]) == \
-                (results["config_hash"], results["suite_hash"], results["model"]):
-            raise SubmissionError(f"{jsonl}: {results['model']} with config {results['config_hash']} is already "
-                                  "on the leaderboard")
-    entries.append(_entry(results, results_dir))
+    same = [e for e in entries if (e["model_name"], e.get("submitter")) == (checked.model_name, submitter)]
+    if same and not update:
+        raise SubmissionError(f"{jsonl}: model_name {checked.model_name!r} from {submitter} is already on the "
+                              "leaderboard; pass --update to replace that row, or name the model differently")
+    entries = [e for e in entries if e not in same] + [_entry(checked, results_dir, submitter)]
     write_text(jsonl, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
-    write_text(boards / f"{results['suite']}.md", render_markdown(results["suite"], entries))
-    console.print(f"accepted: {results['model']} on {results['suite']} -> {jsonl}")
-    return print_leaderboard(results["suite"], boards, console)
+    write_text(board_path(boards, suite, mode, ".md"), render_markdown(suite, entries, mode))
+    rescored = checked.rescored
+    how = (f"all {rescored['of']} cases" if rescored["seed"] is None
+           else f"{rescored['cases']} of {rescored['of']} cases (sample seed {rescored['seed']})")
+    console.print(f"re-scored {how} from their videos in {checked.seconds:.1f} s")
+    console.print(f"accepted: {checked.model_name} on {suite} ({mode}) -> {jsonl}")
+    return print_leaderboard(suite, boards, console, mode)
 
 
-def print_leaderboard(suite: str, boards: Path, console: Console) -> int:
-    entries = read_entries(boards / f"{suite}.jsonl")
-    if not entries:
-        raise SubmissionError(f"no leaderboard for suite {suite!r} in {boards}; submit with `wcbench submit DIR`")
-    table = Table(title=f"leaderboard: {suite}")
-    for column in _COLUMNS:
-        table.add_column(column, justify="left" if column == "model" else "right")
-    for row in _rows(entries):
-        table.add_row(*row)
-    Console().print(table)
-    return 0
-
-
-def verify(results_dir: Path, sample: int | None, seed: int | None, console: Console) -> int:
+def verify(results_dir: Path, sample: int | None, seed: int | None, console: Console, jobs: int | None = None) -> int:
     """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
-    10 %, seeded by the videos' hashes) with the recorded scorers; flag every case that differs
-    or whose video is missing, and go on to the next. Exit status 1 when any case is flagged."""
+    10 %, under ``seed`` or one drawn now and printed) with the recorded scorers; flag every case
+    that differs or whose video is missing, and go on to the next. Exit status 1 when any case is
+    flagged."""
     results_path = results_dir / "results.json"
     if not results_path.exists():
         raise SubmissionError(f"{results_path}: not found; nothing to verify")
@@ -302,26 +369,29 @@ def verify(results_dir: Path, sample: int | None, seed: int | None, console: Con
     scorers = audit.recorded_scorers(results)
     records = [r for r in load_records(results_dir) if r.is_ok]
     video_findings = {r.id: audit.check_video(results_dir, r) for r in records}
-    seed = audit.default_seed(records) if seed is None else seed
+    seed = audit.fresh_seed() if seed is None else seed
     chosen = audit.choose_sample(records, audit.sample_size(len(records), sample), seed)
-    table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored")
+    table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored "
+                        f"(seed {seed})")
     for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
         table.add_column(column)
     flagged = []
-    chosen_ids = {r.id for r in chosen}
+    readable = [r for r in chosen if video_findings[r.id] is None]
+    with closing(audit.rescore_all(results_dir, readable, scorers, rescore_workers(jobs, scorers))) as rescored:
+        now = {case_id: (fields, finding) for case_id, fields, finding in rescored}
     for record in sorted(records, key=lambda r: r.id):
         video_finding = video_findings[record.id]
         finding, fields = video_finding, None
-        if finding is None and record.id in chosen_ids:
-            fields, finding = audit.audit_case(results_dir, record, scorers)
+        if finding is None and record.id in now:
+            fields, finding = now[record.id]
         elif finding is None:
             continue  # hash checked, not in the re-scored sample
         if finding:
             flagged.append(finding)
         video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
-        table.add_row(record.id, video if video == "ok" else f"[red]{video}[/red]", _fmt(record.if_acc),
-                      _fmt(fields["if_acc"]) if fields else "-", _fmt(record.vq),
-                      _fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
+        table.add_row(record.id, video if video == "ok" else f"[red]{video}[/red]", fmt(record.if_acc),
+                      fmt(fields["if_acc"]) if fields else "-", fmt(record.vq),
+                      fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
     Console().print(table)
     for finding in flagged:
         console.print(f"[red]flagged[/red] case {finding.case}: {finding.problem}")

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from wcbench.core.environment import environment
-from wcbench.core.storage import read_json, write_json, write_text
+from wcbench.core.storage import neutralize_cell, read_json, write_json, write_text
 from wcbench.report.html import render_report
 from wcbench.report.summary import case_table, summarize, summary_table
 from wcbench.scoring.record import CaseRecord, load_records
@@ -16,9 +18,16 @@ from wcbench.scoring.record import CaseRecord, load_records
 RESULTS_SCHEMA_VERSION = 2
 
 
+def table_csv(table: pd.DataFrame) -> str:
+    """A table as CSV text (full precision; empty cells for missing), its text cells neutralised
+    against spreadsheet formulas (:func:`wcbench.core.storage.neutralize_cell`): ids, scripts,
+    errors and warnings can hold anything a manifest or a model put there."""
+    return table.map(neutralize_cell).to_csv(index=False)
+
+
 def write_summary_csv(path: str | Path, summary: dict) -> None:
-    """Write :func:`summary_table` as CSV atomically (full precision; empty cells for missing)."""
-    write_text(path, summary_table(summary).to_csv(index=False))
+    """Write :func:`summary_table` as CSV atomically."""
+    write_text(path, table_csv(summary_table(summary)))
 
 
 def strip_record(record: CaseRecord) -> dict:
@@ -53,7 +62,7 @@ def write_report(results_dir: str | Path, results: dict, records: list[CaseRecor
     if records is None:
         records = load_records(results_dir)
     write_summary_csv(results_dir / "summary.csv", results["summary"])
-    write_text(results_dir / "cases.csv", case_table(records).to_csv(index=False))
+    write_text(results_dir / "cases.csv", table_csv(case_table(records)))
     html_path = results_dir / "report.html"
     write_text(html_path, render_report(results_dir, results, records))
     return html_path

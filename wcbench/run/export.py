@@ -13,8 +13,6 @@ nothing that looks finished. The manifest names the suite and its content hash o
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
@@ -24,7 +22,8 @@ import cv2
 
 from wcbench.core import controls
 from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
-from wcbench.core.storage import write_json, write_text
+from wcbench.core.ids import id_path
+from wcbench.core.storage import csv_text, remove_partials, write_json, write_text
 from wcbench.data.suite import Case, Suite
 from wcbench.data.scenes import case_world
 from wcbench.scoring.following import commanded_labels
@@ -43,11 +42,11 @@ def write_controls(suite: Suite, case: Case, folder: Path, formats: Sequence[str
 
 def export_case(suite: Suite, case: Case, out_dir: Path, formats: Sequence[str] = ("worldplay",)) -> Path:
     """Write one case folder atomically (build under a temporary name, then rename)."""
-    final = out_dir / case.id
+    final = id_path(out_dir, case.id)
     if final.exists():
         write_controls(suite, case, final, formats)
         return final
-    staging = out_dir / f".{case.id}.partial"
+    staging = id_path(out_dir, case.id, ".{id}.partial")
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
@@ -77,19 +76,16 @@ def export_suite(suite: Suite, out_dir: str | Path, on_case: Callable[[Case], No
     out_dir = Path(out_dir)
     suite_hash = suite.content_hash()
     out_dir.mkdir(parents=True, exist_ok=True)
+    remove_partials(out_dir, depth=1)  # a killed export's half-written files, here and in case folders
     rows = []
     for case in suite.cases:
         export_case(suite, case, out_dir, formats)
         rows.append({"id": case.id, "video": f"videos/{case.id}.mp4", "actions": case.script,
-                     "prompt": (out_dir / case.id / "prompt.txt").read_text().strip(), "fov_deg": suite.fov_deg,
+                     "prompt": (id_path(out_dir, case.id) / "prompt.txt").read_text().strip(), "fov_deg": suite.fov_deg,
                      "step_translation": suite.step_translation, "step_degrees": suite.step_degrees,
                      "track": case.track, "horizon": case.horizon, "suite": suite.name, "suite_hash": suite_hash})
         if on_case:
             on_case(case)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
     manifest = out_dir / "manifest.csv"
-    write_text(manifest, buffer.getvalue())
+    write_text(manifest, csv_text(rows, list(rows[0])))
     return manifest

@@ -9,8 +9,9 @@ pixels; overrides ``score --mask``). A bad row fails its own case with a reason;
 cases are still scored. Videos are decoded and scored clip by clip, never held whole.
 
 A manifest written by ``wcbench export`` also names its suite (``suite``, ``suite_hash``,
-``track``, ``horizon`` columns): its rows are then checked against that suite's cases, and
-the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
+``track``, ``horizon`` columns): its rows are then checked against that suite's cases, each
+scored video is kept in the results folder (``videos/<id>.<ext>``, hard-linked where possible),
+and the results can be submitted to the suite's leaderboard like those of ``wcbench run``.
 """
 
 from __future__ import annotations
@@ -19,24 +20,28 @@ import csv
 import hashlib
 import io
 import json
-import re
+import os
+import shutil
 import time
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import wcbench
 from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
+from wcbench.core.ids import id_path, id_problem
+from wcbench.core.storage import atomic_path
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.pose.overlay import UserMask
+from wcbench.run.pool import map_scored
 from wcbench.run.runner import RunConfig, config_hash
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 REQUIRED = ("id", "video", "actions")
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # ids name files: no slashes, no spaces
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
 SUITE_COLUMNS = ("suite", "suite_hash")
 
@@ -129,10 +134,10 @@ def read_manifest(path: str | Path) -> list[RawRow]:
         raise ManifestError(f"{path}: missing column(s) {missing}; needs {', '.join(REQUIRED)} "
                             f"(optional: {', '.join(OPTIONAL)})")
     ids = [row.id for row in rows]
-    unsafe = [i for i in ids if not SAFE_ID.match(i)]
-    if unsafe:
-        raise ManifestError(f"{path}: id(s) {unsafe[:5]} must be letters, digits, '.', '_' or '-' "
-                            "(they name the per-case record files)")
+    for row in rows:
+        problem = id_problem(row.values.get("id"))
+        if problem:
+            raise ManifestError(f"{path}: line {row.line}: {problem}")
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ManifestError(f"{path}: duplicate id(s) {duplicates}")
@@ -166,14 +171,17 @@ def manifest_suite(rows: list[RawRow], path: Path, suite_path: str | None = None
 
 
 def score_header(manifest: Path, scorers: Scorers, model_name: str, suite: Suite | None,
-                 mask: str | None = None) -> dict:
-    """What ``run.json`` and results.json record about a ``score`` folder."""
+                 mask: str | None = None, shard: tuple[int, int] | None = None) -> dict:
+    """What ``run.json`` and results.json record about a ``score`` folder (``shard``: the
+    share of the manifest it holds, ``"i/N"``; absent for the whole manifest)."""
     run = RunConfig(model=model_name)
     header = {"command": "score", "version": wcbench.__version__, **scorers.header(),
               "manifest": str(manifest.resolve()), "manifest_hash": manifest_hash(manifest), "model": model_name,
               "model_name": model_name, "model_options": {}, "seed": run.seed, "config_hash": config_hash(run, scorers)}
     if mask:
         header["mask"] = mask
+    if shard is not None:
+        header["shard"] = f"{shard[0]}/{shard[1]}"
     if suite is not None:
         header.update(suite=suite.name, suite_source=suite.source, suite_hash=suite.content_hash())
     return header
@@ -276,6 +284,33 @@ def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = N
     return record, strip
 
 
+def keep_video(out_dir: Path, record: CaseRecord) -> CaseRecord:
+    """Put a scored video inside the results folder, as ``videos/<id><suffix>`` (a folder of
+    frames as ``videos/<id>/``), and point the record there: a submission holds its own videos.
+    A hard link where the file system allows one (no second copy on disk), a copy otherwise."""
+    source = Path(str(record.video))
+    suffix = "" if source.is_dir() else source.suffix.lower()
+    target = id_path(out_dir, record.id, "videos/{id}" + suffix)
+    if source.is_dir():
+        staging = id_path(out_dir, record.id, "videos/.{id}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging, copy_function=_link_or_copy)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    else:
+        with atomic_path(target) as tmp:
+            tmp.unlink()
+            _link_or_copy(source, tmp)
+    return replace(record, video=str(target.relative_to(out_dir)))
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, target)
+
+
 def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
     """A row already scored ok in ``out_dir`` from the video that is there now."""
     path = record_path(out_dir, raw.id)
@@ -289,22 +324,72 @@ def _is_current(out_dir: Path, raw: RawRow, base: Path) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class RowJob:
+    """One manifest row to score, with what :func:`score_row` needs besides the scorers (what a
+    pool worker receives: no frames, it opens the video itself)."""
+
+    raw: RawRow
+    base: Path
+    suite: Suite | None = None
+    mask: str | None = None
+
+
+def score_job(job: RowJob, scorers: Scorers) -> tuple[CaseRecord, StripFrames | None]:
+    """:func:`score_row` of one job (the function :func:`wcbench.run.pool.map_scored` runs)."""
+    return score_row(job.raw, job.base, scorers, job.suite, job.mask)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/N"`` (0 <= i < N) as (i, N); ValueError naming the problem otherwise."""
+    index, slash, count = text.partition("/")
+    try:
+        index_value, count_value = int(index), int(count)
+    except ValueError:
+        index_value = count_value = -1
+    if not slash or not 0 <= index_value < count_value:
+        raise ValueError(f"--shard {text!r}: give i/N with 0 <= i < N, e.g. 0/4 for the first of four shards")
+    return index_value, count_value
+
+
+def shard_rows(rows: list[RawRow], shard: tuple[int, int] | None) -> list[RawRow]:
+    """The rows shard (i, N) scores (or rank i of N processes): every N-th row from the i-th,
+    in the manifest's order, so that N shards cover each row once whatever machine runs them;
+    all rows without a shard."""
+    if shard is None:
+        return rows
+    index, count = shard
+    return rows[index::count]
+
+
 def score_manifest(manifest: str | Path, out_dir: str | Path, scorers: Scorers, suite: Suite | None = None,
-                   on_case: Callable[[CaseRecord], None] | None = None, mask: str | None = None) -> list[CaseRecord]:
-    """Score every row into ``out_dir/cases/<id>.json`` (atomically, as each finishes);
-    returns the records written. A rerun skips rows already scored from the same video.
-    ``mask``: the overlay mask of rows without a ``mask`` column value."""
+                   on_case: Callable[[CaseRecord], None] | None = None, mask: str | None = None,
+                   workers: int = 1, shard: tuple[int, int] | None = None,
+                   ranks: tuple[int, int] = (0, 1)) -> list[CaseRecord]:
+    """Score every row (of ``shard`` (i, N) only, when given; of that, this process's share
+    ``ranks`` (rank, processes) under ``accelerate launch``) into ``out_dir/cases/<id>.json``,
+    atomically; returns the records written. A rerun skips rows already scored from the same
+    video. ``mask``: the overlay mask of rows without a ``mask`` column value. ``workers``
+    processes score rows side by side (:func:`wcbench.run.pool.map_scored`); records are
+    written, and ``on_case`` called, in the manifest's order whatever their number."""
     manifest, out_dir = Path(manifest), Path(out_dir)
+    rows = shard_rows(shard_rows(read_manifest(manifest), shard), ranks)
+    todo = [raw for raw in rows if not _is_current(out_dir, raw, manifest.parent)]
+    todo_ids = {raw.id for raw in todo}
     records = []
-    for raw in read_manifest(manifest):
-        if _is_current(out_dir, raw, manifest.parent):
-            record = load_record(record_path(out_dir, raw.id))
-        else:
-            record, strip = score_row(raw, manifest.parent, scorers, suite, mask)
-            if strip is not None:  # before the record: a record is what makes a case done
-                save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
-            save_record(out_dir, record)
-            records.append(record)
-        if on_case:
-            on_case(record)
+    jobs = [RowJob(raw, manifest.parent, suite, mask) for raw in todo]
+    with closing(map_scored(score_job, jobs, scorers, workers)) as scored:  # closing: stops the pool on an error
+        for raw in rows:
+            if raw.id not in todo_ids:
+                record = load_record(record_path(out_dir, raw.id))
+            else:
+                record, strip = next(scored)
+                if suite is not None and record.is_ok:  # submittable: the folder must hold its videos
+                    record = keep_video(out_dir, record)
+                if strip is not None:  # before the record: a record is what makes a case done
+                    save_strip(strip_path(out_dir, record.id), strip, record.video_sha256)
+                save_record(out_dir, record)
+                records.append(record)
+            if on_case:
+                on_case(record)
     return records

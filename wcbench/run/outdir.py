@@ -4,7 +4,8 @@ Every results folder holds ``run.json``: the command that made it (``run`` or ``
 hash of its input (the suite, or the manifest) and the hash of its config. Writing into a
 folder is allowed only to the same command with the same input and config (that is how an
 interrupted run resumes); anything else is refused before a byte of the folder changes. A
-lock file keeps a second process out while one is writing.
+lock file keeps a second process out while one is writing; the half-written files a killed
+run left behind are deleted when the folder is claimed again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from wcbench.core.storage import LOCK_NAME, folder_lock, read_json, write_json
+from wcbench.core.storage import LOCK_NAME, folder_lock, read_json, remove_partials, write_json
 
 IDENTITY_FILE = "run.json"
 # Per command: the key of its input's hash and what to call that input in a message.
@@ -47,6 +48,9 @@ def check_out_dir(out_dir: Path, header: dict) -> None:
     if stored_command != command:
         raise OutDirError(f"{out_dir} was made by `wcbench {stored_command}`; `wcbench {command}` cannot write into "
                           "it. Use another --out folder.")
+    if stored.get("shard") != header.get("shard"):  # absent in both for unsharded folders
+        raise OutDirError(f"{out_dir} holds {_share(stored.get('shard'))} of its manifest; this command scores "
+                          f"{_share(header.get('shard'))}. Use another --out folder per shard.")
     key, what = INPUT_KEYS[command]
     checks = ((key, f"another {what}"), ("config_hash", "another model/scorer config"))
     for field, description in checks:
@@ -55,6 +59,10 @@ def check_out_dir(out_dir: Path, header: dict) -> None:
                 f"{out_dir} holds results of {description} ({field} {stored.get(field)} != {header[field]}; "
                 f"{what} {stored.get(what)!r}, model {stored.get('model')!r}). Use a new --out folder, or "
                 "delete this one to start over.")
+
+
+def _share(shard: str | None) -> str:
+    return f"shard {shard}" if shard else "all rows"
 
 
 @contextmanager
@@ -68,4 +76,5 @@ def claim_out_dir(out_dir: Path, header: dict) -> Iterator[None]:
         check_out_dir(out_dir, header)
         if not (out_dir / IDENTITY_FILE).exists():
             write_json(out_dir / IDENTITY_FILE, header)
+        remove_partials(out_dir)  # an earlier run killed mid-write left these (cases/, videos/)
         yield

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -31,19 +29,22 @@ import numpy as np
 import wcbench
 from wcbench.core.actions import clip_step_ranges
 from wcbench.core.deadline import CallTimeout, time_limit
-from wcbench.core.environment import hardware, hardware_label
+from wcbench.core.environment import hardware, hardware_label, peak_memory_mb
+from wcbench.core.ids import id_path
 from wcbench.core.storage import write_text
 from wcbench.core.video import video_writer
 from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
+from wcbench.run.isolated import ModelProcessError
 from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
-from wcbench.pose.overlay import UserMask
-from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
+from wcbench.run.background import CaseScore, CaseSpec, InlineScoring, Scoring, build_scoring
+from wcbench.scoring.case import Scorers, sha256_file
 from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
 
 DEFAULT_TIMEOUT_S = 600.0
+VIDEO_TEMPLATE = "videos/{id}.avi"  # a case's lossless video, relative to the results folder
 
 
 class ModelOutputError(RuntimeError):
@@ -113,15 +114,6 @@ def _check_frames(frames: Any, expected: int, shape: tuple[int, int] | None, cas
     return frames
 
 
-def _peak_memory_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        if torch.cuda.is_available():
-            peak = max(peak, torch.cuda.max_memory_allocated() / 2**20)
-    return peak
-
-
 def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[Any, float]:
     """Call into the model under the time limit; returns (result, seconds). A model's
     exception becomes :class:`ModelFailure` carrying its traceback."""
@@ -129,6 +121,8 @@ def _call_model(call: Callable[[], Any], what: str, timeout_s: float) -> tuple[A
     with time_limit(timeout_s, what):
         try:
             result = call()
+        except ModelProcessError as err:  # raised in the model's own process: its traceback is the one to keep
+            raise ModelFailure(f"{what} failed: {err}", err.trace) from err
         except Exception as err:  # noqa: BLE001 - any model failure fails this case only
             raise ModelFailure(f"{what} failed: {type(err).__name__}: {err}", traceback.format_exc()) from err
     return result, time.perf_counter() - started
@@ -174,7 +168,9 @@ class CaseGeneration:
     def timing(self) -> dict:
         """Generation time, per-clip latency, frames per second, peak memory and the hardware."""
         return {"generate_s": self.generate_s, "clip_latency_s": self.latencies,
-                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9), "peak_mem_mb": _peak_memory_mb(),
+                "fps": (self.case.num_frames - 1) / max(self.generate_s, 1e-9),
+                # a model in its own process (IsolatedModel) reports that process's peak
+                "peak_mem_mb": max(peak_memory_mb(), getattr(self.model, "peak_memory_mb", 0.0)),
                 "hardware": hardware_label(hardware())}
 
 
@@ -187,49 +183,63 @@ def generate_case(model: WorldModel, suite: Suite, case: Case, seed: int,
     return video, generation.timing(), generation.world
 
 
-def generate_and_score(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers,
+def generate_case_into(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scoring: Scoring,
                        writer: Any, on_clip: Callable[[], None] | None = None,
                        placement: Placement = Placement(),
-                       strip: StripFrames | None = None) -> tuple[dict, dict, Any]:
-    """Drive the model through one case, appending each clip to ``writer`` and scoring it as it
-    comes (and keeping the report's strip frames in ``strip``); returns (score fields, timing,
-    the case's world)."""
+                       strip: StripFrames | None = None) -> tuple[dict, Any]:
+    """Drive the model through one case, appending each clip to ``writer`` and handing it to
+    ``scoring`` as it comes (and keeping the report's strip frames in ``strip``); returns
+    (timing, the case's world). The case is finished in ``scoring`` (its score comes back from
+    ``scoring.results()``) when the model made it whole, and aborted there when not."""
     generation = CaseGeneration(model, suite, case, run.case_seed(case.id), run.timeout_s, f"model {run.model!r}",
                                 placement)
     world = generation.world
-    scorer, score_s = None, 0.0
-    for frames in generation.clips():
-        if scorer is None:  # after reset: the poses the frames really show (oracle renders) grow from here
-            scorer = CaseScorer(case.parsed(), scorers, prompt=world.prompt, fov_deg=suite.fov_deg,
-                                latents_per_clip=suite.latents_per_clip,
-                                true_poses=getattr(model, "rendered_poses", None),
-                                mask=UserMask(run.mask, Path.cwd()) if run.mask else None)
-        elif on_clip:
-            on_clip()
-        writer.write(frames)
-        if strip is not None:
-            strip.add(frames)
-        started = time.perf_counter()
-        scorer.add(frames)
-        score_s += time.perf_counter() - started
-    started = time.perf_counter()
-    fields = scorer.finish(commanded_poses=world.poses)
-    timing = {**generation.timing(), "score_s": score_s + time.perf_counter() - started}
-    return fields, timing, world
+    started, sent_poses = False, 0
+    try:
+        for frames in generation.clips():
+            # the poses the frames really show (oracle renders), which the gt estimator reads
+            rendered = getattr(model, "rendered_poses", None)
+            if not started:  # after reset
+                scoring.start(case.id, CaseSpec(case.parsed(), world.prompt, suite.fov_deg, suite.latents_per_clip,
+                                                run.mask, Path.cwd(), uses_true_poses=rendered is not None))
+                started = True
+            elif on_clip:
+                on_clip()
+            writer.write(frames)
+            if strip is not None:
+                strip.add(frames)
+            scoring.add(case.id, frames, None if rendered is None else list(rendered[sent_poses:]))
+            sent_poses = 0 if rendered is None else len(rendered)
+    except BaseException:
+        if started:
+            scoring.abort(case.id)
+        raise
+    scoring.finish(case.id, world.poses)
+    return generation.timing(), world
 
 
-def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
-             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> CaseRecord:
-    """Generate, store and score one case; a model failure gives a failed record, not an exception."""
+@dataclass
+class GeneratedCase:
+    """A case the model made whole and stored, waiting for its score."""
+
+    record: CaseRecord
+    strip: StripFrames
+    timing: dict
+
+
+def generate_case_stored(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scoring: Scoring,
+                         out_dir: Path, on_clip: Callable[[], None] | None = None,
+                         placement: Placement = Placement()) -> GeneratedCase | CaseRecord:
+    """Generate and store one case, handing its clips to ``scoring``; a model failure gives a
+    failed record, not an exception."""
     record = CaseRecord(id=case.id, track=case.track, horizon=case.horizon, script=case.script, prompt=case.prompt,
                         num_frames=case.num_frames, latents_per_clip=suite.latents_per_clip, fov_deg=suite.fov_deg)
-    video_path = out_dir / "videos" / f"{case.id}.avi"
-    log_path = out_dir / "cases" / f"{case.id}.log"
+    video_path = id_path(out_dir, case.id, VIDEO_TEMPLATE)
+    log_path = id_path(out_dir, case.id, "cases/{id}.log")
     strip = StripFrames(case.num_frames)
     try:
         with video_writer(video_path, fps=getattr(model, "fps", suite.fps)) as writer:
-            fields, timing, world = generate_and_score(model, suite, case, run, scorers, writer, on_clip, placement,
-                                                       strip)
+            timing, world = generate_case_into(model, suite, case, run, scoring, writer, on_clip, placement, strip)
     except ModelFailure as err:
         write_text(log_path, err.trace)
         record.error = f"{err} (traceback: cases/{log_path.name})"
@@ -238,10 +248,34 @@ def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorer
         record.error = str(err)
         return record
     log_path.unlink(missing_ok=True)  # an earlier attempt's failure is history now
-    video_sha256 = sha256_file(video_path)
-    save_strip(strip_path(out_dir, case.id), strip, video_sha256)  # before run_suite writes the record
-    return replace(record, **fields, prompt=world.prompt, status="ok", video=f"videos/{case.id}.avi",
-                   video_sha256=video_sha256, timing=timing)
+    return GeneratedCase(replace(record, prompt=world.prompt, video=VIDEO_TEMPLATE.format(id=case.id)), strip,
+                         timing)
+
+
+def scored_record(out_dir: Path, generated: GeneratedCase, score: CaseScore) -> CaseRecord:
+    """The record of a generated case from its score; stores the report's strip frames first.
+    A video no scorer can measure (:class:`~wcbench.scoring.case.UnscorableVideo`: frames too
+    small, all flat) fails its case and its video is deleted, as a model failure leaves none;
+    scoring that raised otherwise (a bug, not a model failure) stops the run, as it would inline."""
+    if score.unscorable:
+        (out_dir / generated.record.video).unlink(missing_ok=True)
+        return replace(generated.record, video=None, error=score.unscorable)
+    if score.error:
+        raise RuntimeError(f"scoring case {generated.record.id} failed:\n{score.error}")
+    video_sha256 = sha256_file(out_dir / generated.record.video)
+    save_strip(strip_path(out_dir, generated.record.id), generated.strip, video_sha256)  # before the record
+    return replace(generated.record, **score.fields, status="ok", video_sha256=video_sha256,
+                   timing={**generated.timing, "score_s": score.score_s})
+
+
+def run_case(model: WorldModel, suite: Suite, case: Case, run: RunConfig, scorers: Scorers, out_dir: Path,
+             on_clip: Callable[[], None] | None = None, placement: Placement = Placement()) -> CaseRecord:
+    """Generate, store and score one case in this process; a model failure gives a failed record."""
+    with InlineScoring(scorers) as scoring:
+        generated = generate_case_stored(model, suite, case, run, scoring, out_dir, on_clip, placement)
+        if isinstance(generated, CaseRecord):
+            return generated
+        return scored_record(out_dir, generated, next(scoring.results()))
 
 
 def is_finished(out_dir: Path, case_id: str) -> bool:
@@ -262,13 +296,15 @@ def shard(cases: tuple[Case, ...], rank: int, world_size: int) -> list[Case]:
 
 def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers, out_dir: Path, *,
               rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
-              device: str = "cpu") -> list[CaseRecord]:
+              device: str = "cpu", score_workers: int = 0) -> list[CaseRecord]:
     """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
     ``out_dir``, which the caller has claimed (:func:`wcbench.run.outdir.claim_out_dir`); returns
-    the records it wrote.
+    the records it wrote, in the suite's order.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted
     run) are skipped, so a rerun finishes the rest. ``device`` reaches the model in CaseInfo.
+    ``score_workers`` > 0 scores in that many background processes while the model goes on
+    with the next clip and case (:mod:`wcbench.run.background`); 0 scores between its calls.
     """
     placement = Placement(device, rank, world_size)
     cases = suite.cases[:limit] if limit > 0 else suite.cases
@@ -276,17 +312,34 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
     n_clips = sum(len(clip_step_ranges(c.parsed().num_steps, suite.latents_per_clip)) for c in todo)
     case_task = progress.add_task("cases", total=len(todo)) if progress else None
     clip_task = progress.add_task("clips", total=n_clips) if progress else None
-    records = []
-    for case in todo:
-        if progress:
-            progress.update(case_task, description=f"case {case.id}")
-        record = run_case(model, suite, case, run, scorers, out_dir,
-                          on_clip=(lambda: progress.advance(clip_task)) if progress else None, placement=placement)
+    records: list[CaseRecord] = []
+    waiting: dict[str, GeneratedCase] = {}  # generated and stored, score not back yet
+
+    def save(record: CaseRecord) -> None:
         save_record(out_dir, record)
         records.append(record)
         if progress:
             progress.advance(case_task)
-    return records
+
+    def collect(scoring: Scoring, wait: bool) -> None:
+        for score in scoring.results(wait):
+            save(scored_record(out_dir, waiting.pop(score.key), score))
+
+    with build_scoring(scorers, score_workers) as scoring:
+        for case in todo:
+            if progress:
+                progress.update(case_task, description=f"case {case.id}")
+            generated = generate_case_stored(model, suite, case, run, scoring, out_dir,
+                                             on_clip=(lambda: progress.advance(clip_task)) if progress else None,
+                                             placement=placement)
+            if isinstance(generated, CaseRecord):  # the model failed it
+                save(generated)
+            else:
+                waiting[case.id] = generated
+            collect(scoring, wait=False)
+        collect(scoring, wait=True)
+    order = {case.id: index for index, case in enumerate(todo)}
+    return sorted(records, key=lambda record: order[record.id])
 
 
 def interactivity(records: list[CaseRecord], reports_speed: bool = True) -> dict:

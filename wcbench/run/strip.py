@@ -17,6 +17,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from wcbench.core.ids import id_path
 from wcbench.core.storage import atomic_path
 from wcbench.scoring.record import CaseRecord
 
@@ -41,7 +42,7 @@ def thumbnail(frame: np.ndarray) -> np.ndarray:
 
 
 def strip_path(results_dir: Path, case_id: str) -> Path:
-    return Path(results_dir) / "cases" / f"{case_id}{STRIP_SUFFIX}"
+    return id_path(results_dir, case_id, "cases/{id}" + STRIP_SUFFIX)
 
 
 class StripFrames:

@@ -51,6 +51,24 @@ def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
+MIN_SIDE = 16  # px: smaller frames leave the noise and blur estimates without a single 8x8 tile to measure
+
+
+class UnscorableVideo(ValueError):
+    """A video no scorer can measure (frames under :data:`MIN_SIDE` px a side, not colour
+    frames, or every frame one flat colour): its case fails with this message, the run goes on."""
+
+
+def frame_size_problem(frame: np.ndarray) -> str | None:
+    """Why frames shaped like ``frame`` (H, W, 3) cannot be scored (None: they can)."""
+    if frame.ndim != 3 or frame.shape[2] != 3:
+        return f"frames are shaped {frame.shape}, not (H, W, 3)"
+    height, width = frame.shape[:2]
+    if min(height, width) < MIN_SIDE:
+        return f"frames are {width}x{height} px; scoring needs at least {MIN_SIDE} px a side"
+    return None
+
+
 def frame_count_error(num_frames: int, script: Script) -> str:
     """The message for a video whose length does not fit its script."""
     return (f"video has {num_frames} frames but the script ({script.num_steps} latent steps) "
@@ -96,6 +114,7 @@ class CaseScorer:
         self._movers: list[np.ndarray] = []
         self._undecided: list[np.ndarray] = []
         self._path = [np.eye(4)]
+        self._is_flat = True  # every frame so far one colour: nothing to track or judge
 
     def add(self, frames: np.ndarray) -> None:
         """Append (T, H, W, 3) frames; scores every clip they complete. Frames past the
@@ -109,9 +128,13 @@ class CaseScorer:
         if len(kept) == 0:
             return
         if self._reference is None:
+            problem = frame_size_problem(kept[0])
+            if problem:  # found at the first frame, before any estimator meets it
+                raise UnscorableVideo(problem)
             self._reference = kept[0].copy()  # not a view: it would pin its whole chunk
             if isinstance(self.mask, UserMask):
                 self.mask = self.mask.for_size(kept.shape[2], kept.shape[1])
+        self._is_flat = self._is_flat and all(frame.min() == frame.max() for frame in kept)
         self._pending.extend(kept)
         while len(self._per_clip) < len(self._ranges):
             last = 4 * (self._ranges[len(self._per_clip)].stop - 1)
@@ -177,6 +200,8 @@ class CaseScorer:
         per frame) only draw the commanded path in reports, re-expressed in the first frame's camera."""
         if self.num_frames != self.script.num_frames:
             raise ValueError(frame_count_error(self.num_frames, self.script))
+        if self._is_flat:  # its labels would all be guesses ('none') and its quality terms undefined
+            raise UnscorableVideo("every frame is one flat colour: there is no picture to score")
         per_clip, raw = self._per_clip, self._raw
         raw_names = raw[0].keys() if raw else []
         if commanded_poses is not None:  # in the first frame's camera, as the estimated path is

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from wcbench.core.ids import id_path, id_problem
 from wcbench.core.storage import read_json, write_json
 
 STATUSES = ("ok", "failed")
@@ -88,8 +89,9 @@ class CaseRecord:
         missing = [name for name in needed if name not in data]
         if missing:
             raise ValueError(f"{source}: case record {data.get('id', '?')!r} ({status}) lacks field(s) {missing}")
-        if not isinstance(data["id"], str):
-            raise ValueError(f"{source}: case record id {data['id']!r} is not text")
+        problem = id_problem(data["id"])
+        if problem:
+            raise ValueError(f"{source}: case record {problem}")
         return cls(**data)
 
 
@@ -103,7 +105,7 @@ WHEN_ANY = ("masked_share", "mover_share", "undecided_share", "warnings", "decod
 
 
 def record_path(results_dir: str | Path, case_id: str) -> Path:
-    return Path(results_dir) / "cases" / f"{case_id}.json"
+    return id_path(results_dir, case_id, "cases/{id}.json")
 
 
 def save_record(results_dir: str | Path, record: CaseRecord) -> None:

@@ -69,12 +69,24 @@ def _blur_effect_axis(image: np.ndarray, strength: np.ndarray, axis: int, window
     sample = sample.ravel()
     rank = min(sample.size - 1, int((1.0 - edge_share) * sample.size))
     threshold = max(float(np.partition(sample, rank)[rank]), _MIN_EDGE)
-    edges = cv2.compare(strength, threshold, cv2.CMP_GE)  # uint8 mask; cv2 sums under it in double
+    edges = cv2.compare(strength, threshold, cv2.CMP_GE)  # uint8 mask, 255 on the edges
     _along(edges, axis)[on_grid] = 0
-    total = cv2.mean(diff, mask=edges)[0] * window
+    total = _masked_mean(diff, edges) * window
     if total <= 0:
         return 1.0
-    return (total - cv2.mean(kept, mask=edges)[0]) / total
+    return (total - _masked_mean(kept, edges)) / total
+
+
+def _masked_mean(values: np.ndarray, mask: np.ndarray) -> float:
+    """The mean of integer ``values`` where ``mask`` (uint8, 0 or 255) is set, 0 where it is
+    nowhere set; exact (summed in integers), so it does not depend on the order of summation.
+    cv2.mean's IPP path rounds its last bit differently with the number of OpenCV threads,
+    which made a video's vq differ between machines with other core counts, and between
+    ``score --jobs 1`` and the one-thread workers of ``--jobs N``."""
+    count = np.count_nonzero(mask)
+    if count == 0:
+        return 0.0
+    return float(int(np.einsum("ij,ij->", values, mask, dtype=np.int64)) // 255 / count)
 
 
 def compute_blur_effect(gray: np.ndarray, window: int = BLUR_WINDOW, edge_share: float = 0.1, grid: int = 8) -> float:
