@@ -15,7 +15,6 @@ two settings must be identical (timing aside). Figures and the command are in do
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -27,6 +26,8 @@ from wcbench.cli import build_scorers, load_config
 from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
 from wcbench.run.runner import RunConfig, generate_case, run_suite
+
+from bench_jobs import records  # a sibling script, not a package
 
 
 class PausingReplay:
@@ -47,15 +48,6 @@ class PausingReplay:
         frames = self.video[self.next:self.next + 4 * len(actions)]
         self.next += len(frames)
         return frames
-
-
-def records(out: Path) -> dict[str, list]:
-    found = {}
-    for path in sorted((out / "cases").glob("[!.]*.json")):
-        record = json.loads(path.read_text())
-        record.pop("timing", None)
-        found[path.name] = list(record.items())
-    return found
 
 
 def main() -> None:
