@@ -129,13 +129,15 @@ def test_compat_takes_the_best_threshold_per_chunk_and_averages_chunks():
 
 
 def test_a_video_too_plain_to_track_is_flagged_not_confidently_still(make_scorers):
-    """A flat grey video commanded to move: every window has too few tracks, so its labels
-    fall back to 'none'; the record says so instead of passing it off as standing still."""
+    """A grey video with one straight edge (no corner to track; a wholly flat one is refused as
+    unscorable) commanded to move: every window has too few tracks, so its labels fall back to
+    'none'; the record says so instead of passing it off as standing still."""
     from wcbench.scoring.case import low_confidence_warning, score_frames
 
     script = parse_script("w-2, left-1")
-    flat = np.full((script.num_frames, 48, 48, 3), 128, np.uint8)
-    record = score_frames(flat, script, make_scorers())
+    plain = np.full((script.num_frames, 48, 48, 3), 120, np.uint8)
+    plain[:, :, 24:] = 136
+    record = score_frames(plain, script, make_scorers())
     assert record["confidence_mean"] == 0.0 and record["if_acc"] == 0.0
     assert "low confidence in 100% of transitions" in record["warnings"][0]
     assert low_confidence_warning(np.ones(12)) is None
