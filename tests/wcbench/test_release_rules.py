@@ -139,7 +139,7 @@ def test_compat_eval_is_the_mean_over_all_chunks_of_a_video():
     result = score_following(poses, script, ANY_THRESHOLDS, mode="worldcompass-compat")
     assert result.if_acc == pytest.approx(expected, abs=1e-9)
     scorers = Scorers(build_estimator("gt"), StillQuality(), mode="worldcompass-compat")
-    frames = np.zeros((script.num_frames, 8, 8, 3), np.uint8)
+    frames = rng.integers(0, 256, (script.num_frames, 16, 16, 3), dtype=np.uint8)  # the smallest scorable picture
     record = score_frames(frames, script, scorers, true_poses=poses)
     assert record["if_acc"] == pytest.approx(expected, abs=1e-9)
     clip_means = np.mean([c["if_acc"] for c in record["per_clip"]])
