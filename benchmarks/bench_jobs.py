@@ -27,33 +27,18 @@ import threading
 import time
 from pathlib import Path
 
-import cv2
-import numpy as np
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_memory import make_script  # noqa: E402  (a sibling script, not a package)
-
-
-def write_video(path: Path, num_frames: int, width: int, height: int, seed: int) -> None:
-    """A blurred random texture panned 2 px a frame, back and forth (mp4)."""
-    rng = np.random.default_rng(seed)
-    span = 240
-    texture = cv2.GaussianBlur((rng.random((height, width + span, 3)) * 255).astype(np.uint8), (0, 0), 2.0)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 24, (width, height))
-    for t in range(num_frames):
-        offset = (2 * t) % (2 * span)
-        offset = offset if offset < span else 2 * span - offset
-        writer.write(np.ascontiguousarray(texture[:, offset:offset + width]))
-    writer.release()
+from bench_memory import make_script, write_video  # noqa: E402  (a sibling script, not a package)
 
 
 def write_manifest(folder: Path, videos: int, frames: int, width: int, height: int) -> Path:
     rows = []
     for index in range(videos):
         path = folder / f"v{index:03d}.mp4"
-        write_video(path, frames, width, height, seed=index)
+        write_video(path, frames, width, height, seed=index, fps=24)
         rows.append({"id": f"v{index:03d}", "video": path.name, "actions": make_script(frames)})
     manifest = folder / "manifest.csv"
     with manifest.open("w", newline="") as handle:

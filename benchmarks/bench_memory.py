@@ -42,12 +42,12 @@ def make_script(num_frames: int) -> str:
     return ", ".join(segments)
 
 
-def write_video(path: Path, num_frames: int, width: int, height: int) -> None:
+def write_video(path: Path, num_frames: int, width: int, height: int, seed: int = 0, fps: int = 16) -> None:
     """A blurred random texture panned 2 px a frame, back and forth (mp4, as most generators write)."""
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     span = 240
     texture = cv2.GaussianBlur((rng.random((height, width + span, 3)) * 255).astype(np.uint8), (0, 0), 2.0)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 16, (width, height))
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
     for t in range(num_frames):
         offset = (2 * t) % (2 * span)
         offset = offset if offset < span else 2 * span - offset

@@ -26,8 +26,7 @@ from wcbench.core.video import VideoSource
 from wcbench.scoring.case import clip_view, score_clip_following, score_clip_quality
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_jobs import write_video  # noqa: E402  (a sibling script, not a package)
-from bench_memory import make_script  # noqa: E402
+from bench_memory import make_script, write_video  # noqa: E402  (a sibling script, not a package)
 
 
 def cpu_seconds(work) -> tuple[float, object]:
@@ -46,7 +45,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="profile_stages_") as tmp:
         video = Path(args.video) if args.video else Path(tmp) / "pan.mp4"
         if not args.video:
-            write_video(video, args.frames, 832, 480, seed=0)
+            write_video(video, args.frames, 832, 480, seed=0, fps=24)
         decode_s, frames = cpu_seconds(lambda: np.stack(list(VideoSource(video))))
     script = parse_script(args.script or make_script(len(frames)))
     scorers = build_scorers(load_config([]))

@@ -4,6 +4,7 @@ writes them, and the per-family adapters drive a (fake) model package through th
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,15 +137,21 @@ def yaw_per_frame(controls, num_frames):
 '''
 
 
-@pytest.mark.parametrize("family", ["matrix-game", "text-actions", "worldplay"])
-def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_controls(family, tmp_path, monkeypatch,
-                                                                                   write_tiny_suite):
+def install_fake_release(tmp_path: Path, monkeypatch) -> Path:
+    """A checkout holding FAKE_PACKAGE as ``fake_release`` (not yet imported) and an empty weights folder."""
     package = tmp_path / "checkout"
     package.mkdir()
     (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
-    weights = tmp_path / "weights"
-    weights.mkdir()
+    (tmp_path / "weights").mkdir()
     monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    return package
+
+
+@pytest.mark.parametrize("family", ["matrix-game", "text-actions", "worldplay"])
+def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_controls(family, tmp_path, monkeypatch,
+                                                                                   write_tiny_suite):
+    package = install_fake_release(tmp_path, monkeypatch)
+    weights = tmp_path / "weights"
     model = build_model(family, include_paths=[package], weights=str(weights), loader="fake_release:load_pipeline",
                         scale=2.0)
     assert "fake_release" not in sys.modules  # nothing imported until a case starts
@@ -168,11 +175,7 @@ def test_family_adapter_loads_lazily_from_local_weights_and_passes_native_contro
 def test_matrix_game_pads_its_command_to_whole_blocks(tmp_path, monkeypatch, write_tiny_suite):
     """Matrix-Game 2.0 generates 3 latents per block; a 32-latent case (125 frames) is asked for
     33 latents (129 frames), the last action held, and the case's 125 frames are kept."""
-    package = tmp_path / "checkout"
-    package.mkdir()
-    (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
-    (tmp_path / "weights").mkdir()
-    monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    package = install_fake_release(tmp_path, monkeypatch)
     suite = load_suite(write_tiny_suite(tmp_path, tracks=("basic",)))
     from wcbench.run.runner import generate_case
 
@@ -198,11 +201,7 @@ def test_family_adapter_refuses_missing_weights_and_reads_its_size(tmp_path):
 def test_worldplay_translation_per_latent_is_selectable(tmp_path, monkeypatch, write_tiny_suite):
     """The suites move 0.2 per latent; translation_per_latent=0.08 gives WorldPlay's own pose-string
     scale, with the turns unchanged."""
-    package = tmp_path / "checkout"
-    package.mkdir()
-    (package / "fake_release.py").write_text(textwrap.dedent(FAKE_PACKAGE))
-    (tmp_path / "weights").mkdir()
-    monkeypatch.delitem(sys.modules, "fake_release", raising=False)
+    package = install_fake_release(tmp_path, monkeypatch)
     suite = load_suite(write_tiny_suite(tmp_path, tracks=("basic",)))
     from wcbench.run.runner import generate_case
 
