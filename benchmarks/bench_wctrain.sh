@@ -5,7 +5,7 @@
 # none of the training episodes), then the tables (docs/wctrain.md,
 # leaderboards/wctrain-wc-mini-heldout.md) and the per-label comparison.
 #
-#   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan"
+#   bash benchmarks/bench_wctrain.sh [OUT_DIR] [SEEDS] [PARTS]   # SEEDS: "0 1 2"; PARTS: "default ablations tinywan recipe"
 #
 # On a 2-core CPU: each default run about 25 min of training (2 processes, 450 steps) and
 # 3 min of evaluation; the ablations 100 steps on 1 process (5-9 min each, sample-level
@@ -37,6 +37,19 @@ has default && for seed in $SEEDS; do
 done
 rows=()
 for seed in $SEEDS; do [ -d "$OUT/eval-default-seed-$seed" ] && rows+=("default, seed $seed=$OUT/eval-default-seed-$seed"); done
+
+# the released recipe (recipe=worldcompass-release: fine_action 2 + drift 1, global std, G=12,
+# best-of-6, the release's EMA), same steps and processes as the default, one run per seed
+if has recipe; then
+  for seed in $SEEDS; do
+    [ -d "$OUT/recipe-seed-$seed/final" ] || \
+      timed "recipe-seed-$seed" bash -c "$(declare -f launch); launch run_dir=$OUT/recipe-seed-$seed eval.every=0 rl.seed=$seed recipe=worldcompass-release"
+    evaluate "recipe-seed-$seed" tinywm "$OUT/recipe-seed-$seed/final"
+  done
+  for seed in $SEEDS; do
+    [ -d "$OUT/eval-recipe-seed-$seed" ] && rows+=("worldcompass-release recipe, seed $seed=$OUT/eval-recipe-seed-$seed")
+  done
+fi
 
 # the paper's ablations on a short budget (1 process, 100 steps; sample-level 45, whose rollouts cost more):
 # IF only (our default's rewards), IF 0.9 + VQ 0.1 (the paper's combination), VQ only, RWR, sample-level rollout
