@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (StepSizes, Thresholds, classify_relative_pose, classify_rotation,
-                                  classify_translation, parse_script, relative_pose, rot_x, rot_y, script_trajectory)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import (StepSizes, Thresholds, classify_relative_pose, classify_rotation, classify_translation,
+                                 relative_pose, rot_x, rot_y, script_trajectory)
 from wcbench.pose.base import PoseEstimate
 from wcbench.pose.calibration import (CalibrationSpec, calibrate, calibrate_thresholds, confusion_report, degrade,
                                       render_calibration_videos, rotation_labels, translation_labels, widest_plateau)
@@ -143,7 +144,8 @@ def test_warp_displaces_each_frame_by_its_own_smooth_field():
 def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
     import numpy as np
 
-    from wcbench.core.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
+    from wcbench.core.actions import parse_script
+    from wcbench.core.camera import StepSizes, script_trajectory, yaw_pitch_deg
     from wcbench.pose.calibration import diagonal_script
     from wcbench.data.suite import PITCH_LIMIT_DEG
 

@@ -9,8 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, parse_script,
-                                  relative_pose, rot_x, rot_y, script_trajectory, yaw_pitch_deg)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, relative_pose,
+                                 rot_x, rot_y, script_trajectory, yaw_pitch_deg)
 from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid

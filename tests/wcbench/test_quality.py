@@ -9,7 +9,8 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
 from wcbench.core.noise import compute_noise_sigma
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring import vq_terms

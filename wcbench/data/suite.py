@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.actions import Action, ScriptError, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.camera import StepSizes
 from wcbench.core.ids import id_problem
 from wcbench.core.video import odd_size_problem
 from wcbench.data.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack

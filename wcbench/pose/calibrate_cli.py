@@ -11,7 +11,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from wcbench.core.actions import StepSizes
+from wcbench.core.camera import StepSizes
 from wcbench.core.terminal import progress_bar
 from wcbench.pose import build_estimator
 from wcbench.pose.base import save_estimator_thresholds

@@ -19,22 +19,10 @@ from typing import Iterable, Iterator, Sequence
 import cv2
 import numpy as np
 
-from wcbench.core.actions import (
-    NUM_ROTATION,
-    NUM_TRANSLATION,
-    ROTATION_LABELS,
-    TRANSLATION_LABELS,
-    Action,
-    StepSizes,
-    Thresholds,
-    camera_rotation,
-    classify_translation,
-    intrinsics_from_fov,
-    parse_script,
-    script_from_steps,
-    script_trajectory,
-    yaw_pitch_deg,
-)
+from wcbench.core.actions import (NUM_ROTATION, NUM_TRANSLATION, ROTATION_LABELS, TRANSLATION_LABELS, Action,
+                                  parse_script, script_from_steps)
+from wcbench.core.camera import (StepSizes, Thresholds, camera_rotation, classify_translation, intrinsics_from_fov,
+                                 script_trajectory, yaw_pitch_deg)
 from wcbench.pose.base import PoseEstimate
 from wcbench.data.scenes.families import SCENE_FAMILIES, CameraSetup, camera_setup
 from wcbench.data.suite import PITCH_LIMIT_DEG, generate_script
@@ -355,13 +343,13 @@ def collect_motion(estimates: Iterable[PoseEstimate], commanded: Iterable[str | 
 
 
 def translation_labels(translation: np.ndarray, threshold: float) -> np.ndarray:
-    """Vectorised :func:`wcbench.core.actions.classify_translation`."""
+    """Vectorised :func:`wcbench.core.camera.classify_translation`."""
     direction = np.array([classify_translation(t, 0.0) for t in translation], dtype=int)
     return np.where(np.linalg.norm(translation, axis=1) > threshold, direction, 0)
 
 
 def rotation_labels(yaw: np.ndarray, pitch: np.ndarray, threshold: float, secondary_ratio: float) -> np.ndarray:
-    """Vectorised :func:`wcbench.core.actions.classify_rotation`."""
+    """Vectorised :func:`wcbench.core.camera.classify_rotation`."""
     main = np.maximum(np.abs(yaw), np.abs(pitch))
 
     def active_sign(angle: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Two-view geometry for the OpenCV estimator: pure numpy, vectorised over points and starts.
 
 Conventions. A relative pose ``(R, t)`` maps camera-b coordinates into camera a
-(``X_a = R @ X_b + t``), as :func:`wcbench.core.actions.relative_pose` does: ``t`` is camera b's
+(``X_a = R @ X_b + t``), as :func:`wcbench.core.camera.relative_pose` does: ``t`` is camera b's
 centre seen from a, and the columns of ``R`` are b's axes in a. Points are normalised image
 coordinates (``K^-1 @ pixel``) written as bearings ``(u, v, 1)``; with ``x1`` in a and ``x2``
 in b the epipolar constraint is ``x2 . E x1 = 0`` with ``E = R^T [t]_x``.

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field, fields, replace
 import cv2
 import numpy as np
 
-from wcbench.core.actions import Thresholds
+from wcbench.core.camera import Thresholds
 from wcbench.core.noise import compute_noise_sigma
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import (
