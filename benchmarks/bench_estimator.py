@@ -31,27 +31,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.core.actions import (
-    Action,
-    StepSizes,
-    classify_relative_pose,
-    intrinsics_from_fov,
-    parse_script,
-    relative_pose,
-    trajectory_from_actions,
-    yaw_pitch_deg,
-)
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import (StepSizes, classify_relative_pose, intrinsics_from_fov, relative_pose,
+                                 trajectory_from_actions, yaw_pitch_deg)
 from wcbench.pose import build_estimator, latent_windows
-from wcbench.pose.calibration import (
-    DEGRADATIONS,
-    CalibrationSpec,
-    MotionCase,
-    calibrate,
-    degrade,
-    estimate_video,
-    motion_case,
-    render_calibration_videos,
-)
+from wcbench.pose.calibration import calibrate, estimate_video
+from wcbench.pose.calibration_videos import (DEGRADATIONS, CalibrationSpec, MotionCase, degrade, motion_case,
+                                             render_calibration_videos)
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
 from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
@@ -68,7 +54,7 @@ def accuracy(estimate, actions: list[Action], thresholds) -> np.ndarray:
     hits = []
     for frame, action in enumerate(actions, start=1):
         t_label, r_label = classify_relative_pose(relative_pose(estimate.poses[frame - 1], estimate.poses[frame]),
-                                                  thresholds)
+                                             thresholds)
         t_hit, r_hit = t_label == action.translation_label, r_label == action.rotation_label
         hits.append((t_hit and r_hit, t_hit, r_hit))
     return np.array(hits, dtype=bool)

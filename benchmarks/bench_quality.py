@@ -44,9 +44,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.core.actions import StepSizes
+from wcbench.core.camera import StepSizes
 from wcbench.core.noise import compute_noise_sigma
-from wcbench.pose.calibration import MotionCase
+from wcbench.pose.calibration_videos import MotionCase
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import DefaultVQConfig, build_quality_scorer, compute_default_raw

@@ -4,7 +4,7 @@ overlays, a smooth wobble, fast turns and roll.
 Held-out renders (seeds 7100+, none of them in calibration's 9000-9005) of every family,
 the ``plaza`` family included (it is never calibrated on), at 256 px. Each row is one kind of
 case (:class:`wcbench.data.scenes.stressors.Stressors` on a track of
-:func:`wcbench.pose.calibration.motion_case`); accuracy is per transition, full label. Rows:
+:func:`wcbench.pose.calibration_videos.motion_case`); accuracy is per transition, full label. Rows:
 
 - movers crossing a still camera and a moving one, and the moving camera's transitions binned by
   the share of the frame the movers cover (the issue's targets: < 30 %, 30-60 %);
@@ -30,11 +30,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from wcbench.core.actions import classify_relative_pose, parse_script, relative_pose
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import classify_relative_pose, relative_pose
 from wcbench.data.scenes.families import ALL_FAMILIES
 from wcbench.data.scenes.stressors import Stressors
 from wcbench.pose import build_estimator
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 
 HELD_OUT = CalibrationSpec(static_steps=0)
 MOVERS = ("sparse", "medium", "dense", "huge")

@@ -22,7 +22,7 @@ from wcbench.data.scenes.families import SCENE_FAMILIES
 from wcbench.data.scenes.synthetic import build_scene, depth_map
 from wcbench.pose import build_estimator
 from wcbench.pose.base import latent_windows
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 from wcbench.pose.tracking import chain_dense, dense_direct_check, track_corners
 
 from bench_estimator import HELD_OUT_SEED  # the held-out scenes the estimator's tables use

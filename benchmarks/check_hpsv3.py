@@ -19,7 +19,8 @@ import cv2
 import numpy as np
 import torch
 
-from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.quality import build_quality_scorer
 

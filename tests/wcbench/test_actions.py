@@ -2,9 +2,8 @@
 
 import pytest
 
-from wcbench.core.actions import (NUM_LABELS, Action, ScriptError, clip_step_ranges, frames_for_latents,
-                                  label_hits, latents_for_frames, parse_script, script_from_steps,
-                                  step_of_frame)
+from wcbench.core.actions import (NUM_LABELS, Action, ScriptError, clip_step_ranges, frames_for_latents, label_hits,
+                                  latents_for_frames, parse_script, script_from_steps, step_of_frame)
 
 
 @pytest.mark.parametrize("text", [

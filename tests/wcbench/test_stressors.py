@@ -16,7 +16,7 @@ from wcbench.core.video import write_video
 from wcbench.data.scenes.families import HELD_OUT_FAMILIES, SCENE_FAMILIES
 from wcbench.data.scenes.stressors import Stressors, correlated_wobble, roll_jitter
 from wcbench.pose import build_estimator
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 
 SPEC = CalibrationSpec(static_steps=0)
 
