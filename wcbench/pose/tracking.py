@@ -163,11 +163,12 @@ def track_corners(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarr
 
 def track_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
     """(F, N, 2) paths (working-image px) of grid points through the window: :func:`chain_dense`,
-    then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`): a point is kept only where it comes home and lands within ``refine_agreement``
-    px of the chain's end, and ends where the direct re-track lands. Stricter than the corners'
-    rule (which keeps a chain whose direct re-track fails): grid points are plentiful, and half of
-    those the check drops had drifted over 1 px by the window's end, against 8 % of those it
-    keeps (clean terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
+    then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`): a point
+    is kept only where it comes home and lands within ``refine_agreement`` px of the chain's end,
+    and ends where the direct re-track lands. Stricter than the corners' rule (which keeps a
+    chain whose direct re-track fails): grid points are plentiful, and half of those the check
+    drops had drifted over 1 px by the window's end, against 8 % of those it keeps (clean
+    terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
     path = chain_dense(grays, config, mask)
     if len(grays) < 3 or path.shape[1] == 0:
         return path
