@@ -14,7 +14,7 @@ codecs users bring (MPEG-4 part 2 and, when ``imageio-ffmpeg`` is installed, H.2
 and 35; combined and car tracks at 256 px); and frames per second on a 381-frame 480x832 video
 next to the time OpenCV takes only to decode it.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--families room terrain street]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_estimator [--seeds 12] [--families room terrain street]
         [--tracks basic combined car diagonal] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
         [--skip synthetic lofo invariance realvid wrong codecs speed] [--option KEY=VALUE ...]
 """
@@ -42,7 +42,7 @@ from wcbench.data.scenes.synthetic import SCENE_FAMILIES, build_scene, render_fr
 from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
 
-from bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
+from benchmarks.bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005

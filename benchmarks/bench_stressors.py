@@ -15,7 +15,7 @@ case (:class:`wcbench.data.scenes.stressors.Stressors` on a track of
 Also the share of transitions the estimator says it cannot decide (``undecided``: too little of
 the picture agrees on one motion), which count as misses in the accuracy.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_stressors.py [--seeds 6] [--first-seed 7100]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_stressors [--seeds 6] [--first-seed 7100]
         [--families room terrain street plaza] [--size 256] [--jobs 2] [--only WORD ...]
         [--option detect_overlays=0 min_still_share=2]   # the same rows without the overlay mask / still-world rule
 """

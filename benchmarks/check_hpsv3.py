@@ -1,6 +1,6 @@
 """GPU check of the HPSv3 quality scorers on real weights (run by benchmarks/gpu_check.sh).
 
-    python benchmarks/check_hpsv3.py --base /models/Qwen2-VL-7B-Instruct --checkpoint /models/HPSv3.safetensors
+    python -m benchmarks.check_hpsv3 --base /models/Qwen2-VL-7B-Instruct --checkpoint /models/HPSv3.safetensors
 
 Renders a 17-frame 480x832 oracle video, scores it and a copy whose frames after the start
 image are blurred (Gaussian sigma 3, as a world model that loses detail would make) with

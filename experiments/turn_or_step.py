@@ -1,7 +1,7 @@
 """Are a model's commanded turns read as steps by the 4-DoF fit? The check behind the version 12
 candidate in docs/estimator.md ("Tried and not taken").
 
-    OMP_NUM_THREADS=1 python experiments/turn_or_step.py RUN_FOLDER [--workers 2]
+    OMP_NUM_THREADS=1 python -m experiments.turn_or_step RUN_FOLDER [--workers 2]
 
 RUN_FOLDER is a ``wcbench run`` output folder with its stored videos. Every latent window is
 tracked and fitted as the shipped estimator does; beside version 11's moving decision it

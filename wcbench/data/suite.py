@@ -150,7 +150,7 @@ def generate_script(rng: np.random.Generator, track: str, num_steps: int, step_d
 
 def builtin_suites_dir() -> Path:
     """Folder of the suites shipped with the package."""
-    return Path(str(resources.files("wcbench.suites")))
+    return Path(str(resources.files("wcbench") / "suites"))
 
 
 def list_suites() -> list[str]:

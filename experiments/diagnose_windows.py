@@ -1,6 +1,6 @@
 """Why the estimator reads a render wrong, window by window: short of data, or short of fit?
 
-    OMP_NUM_THREADS=1 python benchmarks/diagnose_windows.py [--seed 8008] [--family room] [--track combined]
+    OMP_NUM_THREADS=1 python -m experiments.diagnose_windows [--seed 8008] [--family room] [--track combined]
         [--degrade jpeg] [--size 160]
 
 Renders one held-out case (as ``bench_estimator.py`` does), degrades it and,
@@ -23,7 +23,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from bench_estimator import HELD_OUT, accuracy
 from wcbench.core.actions import label_name, parse_script
 from wcbench.core.camera import relative_pose
 from wcbench.pose import build_estimator, latent_windows
@@ -33,6 +32,8 @@ from wcbench.pose.calibration_videos import CASE_TRACKS, DEGRADATIONS, degrade, 
 from wcbench.pose.opencv import _even_subset
 from wcbench.pose.parallax import measure_window
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES
+
+from benchmarks.bench_estimator import HELD_OUT, accuracy
 
 
 def main() -> None:
