@@ -14,7 +14,7 @@ codecs users bring (MPEG-4 part 2 and, when ``imageio-ffmpeg`` is installed, H.2
 and 35; combined and car tracks at 256 px); and frames per second on a 381-frame 480x832 video
 next to the time OpenCV takes only to decode it.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_estimator.py [--seeds 12] [--families room terrain street]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_estimator [--seeds 12] [--families room terrain street]
         [--tracks basic combined car diagonal] [--sizes 160 256] [--calibration-seeds 6] [--workers 1 2]
         [--skip synthetic lofo invariance realvid wrong codecs speed] [--option KEY=VALUE ...]
 """
@@ -31,32 +31,18 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.core.actions import (
-    Action,
-    StepSizes,
-    classify_relative_pose,
-    intrinsics_from_fov,
-    parse_script,
-    relative_pose,
-    trajectory_from_actions,
-    yaw_pitch_deg,
-)
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import (StepSizes, classify_relative_pose, intrinsics_from_fov, relative_pose,
+                                 trajectory_from_actions, yaw_pitch_deg)
 from wcbench.pose import build_estimator, latent_windows
-from wcbench.pose.calibration import (
-    DEGRADATIONS,
-    CalibrationSpec,
-    MotionCase,
-    calibrate,
-    degrade,
-    estimate_video,
-    motion_case,
-    render_calibration_videos,
-)
+from wcbench.pose.calibration import calibrate, estimate_video
+from wcbench.pose.calibration_videos import (DEGRADATIONS, CalibrationSpec, MotionCase, degrade, motion_case,
+                                             render_calibration_videos)
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, build_scene, render_frames
 from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
 
-from bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
+from benchmarks.bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005
@@ -68,7 +54,7 @@ def accuracy(estimate, actions: list[Action], thresholds) -> np.ndarray:
     hits = []
     for frame, action in enumerate(actions, start=1):
         t_label, r_label = classify_relative_pose(relative_pose(estimate.poses[frame - 1], estimate.poses[frame]),
-                                                  thresholds)
+                                             thresholds)
         t_hit, r_hit = t_label == action.translation_label, r_label == action.rotation_label
         hits.append((t_hit and r_hit, t_hit, r_hit))
     return np.array(hits, dtype=bool)

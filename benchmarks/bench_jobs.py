@@ -4,8 +4,8 @@ memory of its process tree (sampled) and of its largest process (``ru_maxrss``),
 seconds (the work, whatever else runs on the machine), and a check that every setting wrote
 the same records (timing aside).
 
-    .venv/bin/python benchmarks/bench_jobs.py                                  # 24 videos, 125 frames, 832x480
-    .venv/bin/python benchmarks/bench_jobs.py --videos 8 --jobs 1 2 --repeat 2   # quicker; alternating, paired
+    .venv/bin/python -m benchmarks.bench_jobs                                  # 24 videos, 125 frames, 832x480
+    .venv/bin/python -m benchmarks.bench_jobs --videos 8 --jobs 1 2 --repeat 2   # quicker; alternating, paired
 
 Each video is a blurred random texture (its own seed) panned back and forth with moves
 between (mp4, as most generators write; see bench_memory.py). Settings alternate within each
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.bench_memory import make_script, write_video
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_memory import make_script, write_video  # noqa: E402  (a sibling script, not a package)
 
 
 def write_manifest(folder: Path, videos: int, frames: int, width: int, height: int) -> Path:

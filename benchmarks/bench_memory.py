@@ -1,8 +1,8 @@
 """Peak memory of scoring a long video: `wcbench score` streams decoding, pose estimation and
 quality clip by clip, so its peak RSS must not grow with the video's length.
 
-    .venv/bin/python benchmarks/bench_memory.py                  # 10,001 frames at 832x480 (and 1,001 to compare)
-    .venv/bin/python benchmarks/bench_memory.py --frames 2001 --compare 201 --size 416 240   # quicker
+    .venv/bin/python -m benchmarks.bench_memory                  # 10,001 frames at 832x480 (and 1,001 to compare)
+    .venv/bin/python -m benchmarks.bench_memory --frames 2001 --compare 201 --size 416 240   # quicker
 
 Writes a panning mp4 (4L-3 frames, a script of alternating pans and moves) and scores it through
 the command line (default settings, or the ``key=value`` settings given), each length in a

@@ -1,12 +1,12 @@
 """Visual-quality benchmark: does the default scorer order damage right on every kind of content,
 and is it fast enough at full size?
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_quality.py              # everything (about 25 min idle)
-    python benchmarks/bench_quality.py --parts orderings --seeds 4    # a quicker look
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_quality              # everything (about 25 min idle)
+    python -m benchmarks.bench_quality --parts orderings --seeds 4    # a quicker look
 
 Parts (``--parts``, comma-separated):
 - ``orderings``: for every content family (each synthetic scene family the renderer offers, a
-  pixel-scale texture from ``wcbench.scoring.vq_probes``, and the real footage in
+  pixel-scale texture from ``benchmarks.vq_probes``, and the real footage in
   ../shared/realvid when present), every video is scored clean and under every damage level
   (blur sigma 0.5-5, noise sigma 2-40, JPEG quality 90-5, brightness flicker 5-20): prints how
   many damaged versions score below their clean video, how many videos keep every level in
@@ -44,14 +44,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.core.actions import StepSizes
+from wcbench.core.camera import StepSizes
 from wcbench.core.noise import compute_noise_sigma
-from wcbench.pose.calibration import MotionCase
+from wcbench.pose.calibration_videos import MotionCase
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import DefaultVQConfig, build_quality_scorer, compute_default_raw
-from wcbench.scoring.vq_probes import (DAMAGE_LEVELS, GRADUAL_KINDS, damage_orderings, gradual, per_clip_vq,
-                                       texture_video)
+
+from benchmarks.vq_probes import DAMAGE_LEVELS, GRADUAL_KINDS, damage_orderings, gradual, per_clip_vq, texture_video
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 SCRIPTS = ("w+left-6", "d+up-6", "a+right-6", "s-6", "right-6", "w-6", "left+down-6", "d-6")

@@ -1,6 +1,6 @@
 """Rollout efficiency: wall time of a sample-level group against a clip-level group.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_rollout.py [--clips 8] [--group 8] [--repeats 3]
+    OMP_NUM_THREADS=2 python -m benchmarks.bench_rollout [--clips 8] [--group 8] [--repeats 3]
 
 For an N-clip episode and G candidates of its last clip (target index N - 1), a clip-level
 rollout generates the prefix once and then G candidates: N + G - 1 clip generations. A

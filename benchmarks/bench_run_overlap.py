@@ -1,7 +1,7 @@
 """`wcbench run` with scoring inline vs in a background process: does the model wait for the scorer?
 
-    .venv/bin/python benchmarks/bench_run_overlap.py                        # wc-mini, 2 s per clip
-    .venv/bin/python benchmarks/bench_run_overlap.py --limit 4 --pause 1    # quicker
+    .venv/bin/python -m benchmarks.bench_run_overlap                        # wc-mini, 2 s per clip
+    .venv/bin/python -m benchmarks.bench_run_overlap --limit 4 --pause 1    # quicker
 
 The stand-in model replays the oracle's videos (rendered before the clock starts) with a pause
 per clip: a GPU generator's pace that leaves the CPU to the scorer. Each setting
@@ -27,7 +27,7 @@ from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
 from wcbench.run.runner import RunConfig, generate_case, run_suite
 
-from bench_jobs import records  # a sibling script, not a package
+from benchmarks.bench_jobs import records
 
 
 class PausingReplay:

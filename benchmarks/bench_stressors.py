@@ -4,7 +4,7 @@ overlays, a smooth wobble, fast turns and roll.
 Held-out renders (seeds 7100+, none of them in calibration's 9000-9005) of every family,
 the ``plaza`` family included (it is never calibrated on), at 256 px. Each row is one kind of
 case (:class:`wcbench.data.scenes.stressors.Stressors` on a track of
-:func:`wcbench.pose.calibration.motion_case`); accuracy is per transition, full label. Rows:
+:func:`wcbench.pose.calibration_videos.motion_case`); accuracy is per transition, full label. Rows:
 
 - movers crossing a still camera and a moving one, and the moving camera's transitions binned by
   the share of the frame the movers cover (the issue's targets: < 30 %, 30-60 %);
@@ -15,7 +15,7 @@ case (:class:`wcbench.data.scenes.stressors.Stressors` on a track of
 Also the share of transitions the estimator says it cannot decide (``undecided``: too little of
 the picture agrees on one motion), which count as misses in the accuracy.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_stressors.py [--seeds 6] [--first-seed 7100]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_stressors [--seeds 6] [--first-seed 7100]
         [--families room terrain street plaza] [--size 256] [--jobs 2] [--only WORD ...]
         [--option detect_overlays=0 min_still_share=2]   # the same rows without the overlay mask / still-world rule
 """
@@ -30,11 +30,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from wcbench.core.actions import classify_relative_pose, parse_script, relative_pose
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import classify_relative_pose, relative_pose
 from wcbench.data.scenes.families import ALL_FAMILIES
 from wcbench.data.scenes.stressors import Stressors
 from wcbench.pose import build_estimator
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 
 HELD_OUT = CalibrationSpec(static_steps=0)
 MOVERS = ("sparse", "medium", "dense", "huge")

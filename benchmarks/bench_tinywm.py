@@ -1,6 +1,6 @@
 """tinywm speed on this machine: generation frames/s and the cost of one RL group.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_tinywm.py [--checkpoint DIR] [--group 8] [--target-clip 4]
+    OMP_NUM_THREADS=2 python -m benchmarks.bench_tinywm [--checkpoint DIR] [--group 8] [--target-clip 4]
 
 1. streaming generation through the wcbench adapter on a wc-mini short case (125 frames,
    frames upsampled to the suite's 160x160): frames per second, latency per clip;

@@ -1,6 +1,6 @@
 """How far the estimator's tracks drift from the true motion, on renders whose depth is known.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_tracks.py [--families terrain street] [--track diagonal]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_tracks [--families terrain street] [--track diagonal]
                                                         [--size 160] [--seeds 12] [--every 3]
 
 For held-out scenes (seeds 7000 on), every ``--every``-th latent window: each track's position in
@@ -22,10 +22,10 @@ from wcbench.data.scenes.families import SCENE_FAMILIES
 from wcbench.data.scenes.synthetic import build_scene, depth_map
 from wcbench.pose import build_estimator
 from wcbench.pose.base import latent_windows
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 from wcbench.pose.tracking import chain_dense, dense_direct_check, track_corners
 
-from bench_estimator import HELD_OUT_SEED  # the held-out scenes the estimator's tables use
+from benchmarks.bench_estimator import HELD_OUT_SEED  # the held-out scenes the estimator's tables use
 
 
 def true_end(points: np.ndarray, depth: np.ndarray, K: np.ndarray, rel: np.ndarray) -> np.ndarray:

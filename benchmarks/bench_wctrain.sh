@@ -67,8 +67,8 @@ if has ablations; then
          "VQ only (100 steps)=$OUT/eval-short-vq-only" "RWR (100 steps)=$OUT/eval-short-rwr"
          "sample-level rollout (45 steps)=$OUT/eval-short-sample")
 fi
-[ ${#rows[@]} -gt 0 ] && python benchmarks/wctrain_table.py "$OUT/eval-baseline" "${rows[@]}" --markdown "$OUT/table.md"
-has default && python experiments/per_label_following.py "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups \
+[ ${#rows[@]} -gt 0 ] && python -m benchmarks.wctrain_table "$OUT/eval-baseline" "${rows[@]}" --markdown "$OUT/table.md"
+has default && python -m experiments.per_label_following "$OUT/eval-baseline" "$OUT"/eval-default-seed-? --groups \
   | tee "$OUT/groups.txt"
 
 # tinywan: the shipped checkpoint (its recipe: docs/wctrain.md) before and after the default post-training
@@ -78,7 +78,7 @@ if has tinywan; then
   [ -d "$OUT/tinywan-seed-0/final" ] || \
     timed tinywan-seed-0 bash -c "$(declare -f launch); launch run_dir=$OUT/tinywan-seed-0 eval.every=0 model=tinywan"
   evaluate tinywan-seed-0 tinywan "$OUT/tinywan-seed-0/final"
-  python benchmarks/wctrain_table.py "$OUT/eval-tinywan-baseline" "tinywan, default post-training=$OUT/eval-tinywan-seed-0" \
+  python -m benchmarks.wctrain_table "$OUT/eval-tinywan-baseline" "tinywan, default post-training=$OUT/eval-tinywan-seed-0" \
     --baseline-name "tinywan (shipped)" --markdown "$OUT/table-tinywan.md"
 fi
 cat "$OUT"/*.time 2>/dev/null || true

@@ -1,6 +1,6 @@
 """GPU check of the HPSv3 quality scorers on real weights (run by benchmarks/gpu_check.sh).
 
-    python benchmarks/check_hpsv3.py --base /models/Qwen2-VL-7B-Instruct --checkpoint /models/HPSv3.safetensors
+    python -m benchmarks.check_hpsv3 --base /models/Qwen2-VL-7B-Instruct --checkpoint /models/HPSv3.safetensors
 
 Renders a 17-frame 480x832 oracle video, scores it and a copy whose frames after the start
 image are blurred (Gaussian sigma 3, as a world model that loses detail would make) with
@@ -19,7 +19,8 @@ import cv2
 import numpy as np
 import torch
 
-from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.quality import build_quality_scorer
 

@@ -22,7 +22,7 @@ echo "CUDA devices: $GPUS ($("$PY" -c "import torch; print(torch.cuda.get_device
 # folder) and HPSV3_CKPT (HPSv3.safetensors); nothing is downloaded. Checks that both
 # definitions load offline, score a rendered 480x832 clip, and rank a blurred copy lower.
 if [[ -n "${HPSV3_BASE:-}" && -n "${HPSV3_CKPT:-}" ]]; then
-  HF_HUB_OFFLINE=1 "$PY" benchmarks/check_hpsv3.py --base "$HPSV3_BASE" --checkpoint "$HPSV3_CKPT" || status=1
+  HF_HUB_OFFLINE=1 "$PY" -m benchmarks.check_hpsv3 --base "$HPSV3_BASE" --checkpoint "$HPSV3_CKPT" || status=1
 else
   echo "HPSv3 check skipped: set HPSV3_BASE and HPSV3_CKPT to the local weights"
 fi

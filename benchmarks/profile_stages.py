@@ -2,8 +2,8 @@
 each run alone on one thread over the clips ``wcbench score`` scores, in CPU seconds (which
 waiting for a core does not add to, so they hold on a shared machine).
 
-    .venv/bin/python benchmarks/profile_stages.py                       # a textured 381-frame 832x480 mp4
-    .venv/bin/python benchmarks/profile_stages.py --video V.mp4 --script "right-95"
+    .venv/bin/python -m benchmarks.profile_stages                       # a textured 381-frame 832x480 mp4
+    .venv/bin/python -m benchmarks.profile_stages --video V.mp4 --script "right-95"
 
 The default video is bench_jobs.py's: a blurred random texture panned back and forth with moves
 between (mp4), the kind of content where tracking finds features everywhere.
@@ -12,7 +12,6 @@ between (mp4), the kind of content where tracking finds features everywhere.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,8 +24,7 @@ from wcbench.core.actions import clip_step_ranges, parse_script
 from wcbench.core.video import VideoSource
 from wcbench.scoring.case import clip_view, score_clip_following, score_clip_quality
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_memory import make_script, write_video  # noqa: E402  (a sibling script, not a package)
+from benchmarks.bench_memory import make_script, write_video
 
 
 def cpu_seconds(work) -> tuple[float, object]:

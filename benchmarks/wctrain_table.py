@@ -1,7 +1,7 @@
 """Post-training table: per-track IF and VQ (with 95% bootstrap CIs) of wcbench runs, and the
 change against a baseline run.
 
-    python benchmarks/wctrain_table.py BASELINE_RUN NAME=RUN [NAME=RUN ...] [--baseline-name NAME]
+    python -m benchmarks.wctrain_table BASELINE_RUN NAME=RUN [NAME=RUN ...] [--baseline-name NAME]
         [--markdown FILE]
 
 Every RUN is a ``wcbench run`` output folder on the same suite (or a trainer's

@@ -1,6 +1,6 @@
 """Within-group IF spread of tinywm's rollouts: how many groups give RL a following signal.
 
-    OMP_NUM_THREADS=1 python experiments/exploration_spread.py [--groups 16] [--eta 0 1 1] [--explore 0 0 1]
+    OMP_NUM_THREADS=1 python -m experiments.exploration_spread [--groups 16] [--eta 0 1 1] [--explore 0 0 1]
         [--episodes training|strafe-yaw]
 
 For each (eta, explore) setting, the same ``--groups`` episodes are rolled out at clip
@@ -20,7 +20,6 @@ import argparse
 import numpy as np
 import torch
 
-from per_label_following import STRAFE_YAW
 from wcbench.core.actions import script_from_steps
 from wcbench.data.suite import load_suite
 from wcbench.pose import build_estimator
@@ -33,6 +32,8 @@ from wctrain.exploration import Exploration
 from wctrain.models.tinywm import load_tinywm
 from wctrain.rewards import FollowingReward
 from wctrain.rollout import Episode, rollout_clip_level
+
+from experiments.per_label_following import STRAFE_YAW
 
 def episodes(kind: str, count: int, suite) -> list[tuple[Episode, int]]:
     """(episode, target clip) pairs of one kind, the same for every setting."""

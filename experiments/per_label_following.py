@@ -1,6 +1,6 @@
 """Following per commanded action label, from the labels a `wcbench run` stored per case.
 
-    python experiments/per_label_following.py BASELINE_DIR [OTHER_DIR ...] [--track combined]
+    python -m experiments.per_label_following BASELINE_DIR [OTHER_DIR ...] [--track combined]
                                              [--positions 60 124 252 | --groups]
 
 Prints, for every full label the track commands, the share of its frame transitions whose

@@ -1,7 +1,7 @@
 """Are a model's commanded turns read as steps by the 4-DoF fit? The check behind the version 12
 candidate in docs/estimator.md ("Tried and not taken").
 
-    OMP_NUM_THREADS=1 python experiments/turn_or_step.py RUN_FOLDER [--workers 2]
+    OMP_NUM_THREADS=1 python -m experiments.turn_or_step RUN_FOLDER [--workers 2]
 
 RUN_FOLDER is a ``wcbench run`` output folder with its stored videos. Every latent window is
 tracked and fitted as the shipped estimator does; beside version 11's moving decision it
@@ -27,7 +27,7 @@ from wcbench.core.video import read_video
 from wcbench.pose import build_estimator
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import latent_windows
-from wcbench.pose.opencv import _structure_at
+from wcbench.pose.parallax import _structure_at, measure_window, steady_parallax, window_parallax
 
 CANDIDATE_SCALE, CANDIDATE_WEIGHT = 0.8, 4.0  # the version 12 candidate's two weights
 
@@ -41,7 +41,7 @@ def window_rows(case_file: Path) -> list[dict]:
     video, K = estimator.working_video(frames, fov_deg=record["fov_deg"])
     tracker = estimator.tracker_for(video)
     windows = latent_windows(len(video.tracked))
-    matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K, tracker)
+    matches = [measure_window(video.tracked[first:last + 1], video.plain[first], K, tracker, config)
                for first, last in windows]
     gate = estimator.moving_gate(matches)
     focal = K[0, 0]
@@ -51,9 +51,9 @@ def window_rows(case_file: Path) -> list[dict]:
             continue
         v11 = estimator._window_motion(match, K, gate).coherent_px
         R_level, t_dir, _, sampson = estimator._level_motion(match, config.robust_px / focal)
-        unexplained = estimator.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
+        unexplained = window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal, config)
         tensors = _structure_at(video.tracked[first], match.tracks.first, config.tracker.win_size)
-        level = estimator.steady_parallax(match.tracks, match.x1, R_level, K, tensors, match.inside)
+        level = steady_parallax(match.tracks, match.x1, R_level, K, tensors, match.inside, config)
         candidate = CANDIDATE_SCALE * level * geo.explained_share(unexplained, match.rotation_px, CANDIDATE_WEIGHT)
         command = record["labels"]["commanded"][4 * index]
         rows.append(dict(case=record["id"], window=index, moving=command // NUM_ROTATION != 0,

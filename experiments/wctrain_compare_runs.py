@@ -1,7 +1,7 @@
 """Compare a run of wctrain before the model plug-in refactor (commit f85a4f8: checkpoint.pt)
 with the same command after it: trained weights, evaluation EMA, export and metrics rows.
 
-    python experiments/wctrain_compare_runs.py OLD_RUN_DIR NEW_RUN_DIR
+    python -m experiments.wctrain_compare_runs OLD_RUN_DIR NEW_RUN_DIR
 
 Prints whether each matches bit for bit (metrics: every field the two versions share; the old
 ``reward_if`` is the new ``reward_following``). Made by ``experiments/wctrain_parity.sh``.

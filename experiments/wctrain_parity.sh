@@ -18,5 +18,5 @@ rm -rf "$OUT"/{old,new}-{one,two}
 python -m wctrain train run_dir="$OUT/new-one" eval.every=0 rl.steps=6 checkpoint_every=3
 (cd "$OLD" && PYTHONPATH="$OLD" "${LAUNCH[@]}" -m wctrain train run_dir="$OUT/old-two" eval.every=0 rl.steps=5 checkpoint_every=5)
 "${LAUNCH[@]}" -m wctrain train run_dir="$OUT/new-two" eval.every=0 rl.steps=5 checkpoint_every=5
-echo "1 process, 6 steps:";  python experiments/wctrain_compare_runs.py "$OUT/old-one" "$OUT/new-one"
-echo "2 processes, 5 steps:"; python experiments/wctrain_compare_runs.py "$OUT/old-two" "$OUT/new-two"
+echo "1 process, 6 steps:";  python -m experiments.wctrain_compare_runs "$OUT/old-one" "$OUT/new-one"
+echo "2 processes, 5 steps:"; python -m experiments.wctrain_compare_runs "$OUT/old-two" "$OUT/new-two"

@@ -37,8 +37,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 
-from wcbench.core.actions import (FRAMES_PER_LATENT, Action, Script, Segment, intrinsics_from_fov, parse_script,
-                                  script_trajectory)
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, Segment, parse_script
+from wcbench.core.camera import intrinsics_from_fov, script_trajectory
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, generate_script, load_suite
 from wcbench.data.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames

@@ -31,7 +31,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 
-from wcbench.core.actions import Thresholds, clip_step_actions
+from wcbench.core.actions import clip_step_actions
+from wcbench.core.camera import Thresholds
 from wcbench.core.environment import this_process_uses_a_gpu
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite

@@ -4,7 +4,7 @@ WorldCompass trains on its ``--random_pose_path`` trajectories.
 Every ``*.json`` under DIR holds one trajectory (``{"0": {"extrinsic": c2w, "K": K}, ...}``, the
 file WorldPlay's ``--pose`` reads and ``wcbench export`` writes) or a list of them (the release's
 ``random_pose_path`` file). One pose per latent. Each trajectory becomes an action script by the
-benchmark's own rule (:func:`wcbench.core.actions.script_from_latent_poses`: the relative pose
+benchmark's own rule (:func:`wcbench.core.controls.script_from_latent_poses`: the relative pose
 of consecutive latents -> translation and rotation label), cut to its first latents as the
 release reads its first ``window_frames`` keys. The converted set is hashed like a suite
 (:meth:`TrajectorySet.content_hash`) and the hash is recorded in the run's ``config.json``.
@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.core.actions import Script, Thresholds, parse_worldplay_poses, script_from_latent_poses
+from wcbench.core.actions import Script
+from wcbench.core.camera import Thresholds
+from wcbench.core.controls import parse_worldplay_poses, script_from_latent_poses
 
 TRAJECTORY_FORMAT_VERSION = 1  # bump when the conversion would give other scripts from the same files
 

@@ -1,5 +1,6 @@
-"""Native controls: every format round-trips to the script's labels, `wcbench export --format`
-writes them, and the per-family adapters drive a (fake) model package through them."""
+"""Native controls: every format round-trips to the script's labels, WorldPlay pose files are read
+back and checked, `wcbench export --format` writes them, and the per-family adapters drive a (fake)
+model package through them."""
 
 import json
 import sys
@@ -11,8 +12,8 @@ import pytest
 
 from wcbench.cli import main
 from wcbench.core import controls
-from wcbench.core.actions import (NUM_LABELS, Action, Thresholds, intrinsics_from_fov, load_worldplay_json,
-                                  parse_script, script_from_steps, script_trajectory, step_labels_from_latent_poses)
+from wcbench.core.actions import NUM_LABELS, Action, parse_script, script_from_steps
+from wcbench.core.camera import StepSizes, Thresholds, intrinsics_from_fov, script_trajectory
 from wcbench.data.suite import load_suite
 from wcbench.models.registry import build_model
 from wcbench.scoring.following import commanded_labels
@@ -70,7 +71,44 @@ def test_worldplay_round_trip(script):
     data = json.loads(json.dumps(controls.encode(script, "worldplay", script_trajectory(script, STEPS), K)))
     latent_poses = np.stack([np.array(data[str(k)]["extrinsic"]) for k in range(script.num_latents)])
     half_step = Thresholds(2 * STEPS.translation, 2 * STEPS.degrees)  # half of one latent's commanded motion
-    assert step_labels_from_latent_poses(latent_poses, half_step) == [a.label for a in script.step_actions()]
+    assert controls.step_labels_from_latent_poses(latent_poses, half_step) == [a.label for a in script.step_actions()]
+
+
+def test_worldplay_json_round_trip(tmp_path):
+    script = parse_script("w-2, w+left-3, up-2")
+    poses = script_trajectory(script, StepSizes(0.05, 0.75))
+    K = intrinsics_from_fov(160, 96, 75.0)
+    path = tmp_path / "pose.json"
+    path.write_text(json.dumps(controls.to_worldplay_json(poses, K)))
+    data = json.loads(path.read_text())
+    assert list(data) == [str(k) for k in range(script.num_latents)]
+    latent_poses, Ks = controls.load_worldplay_json(path)
+    assert np.allclose(latent_poses[0], np.eye(4))
+    assert np.allclose(latent_poses[3], poses[12]) and np.allclose(Ks[0], K)
+    labels = controls.step_labels_from_latent_poses(latent_poses, Thresholds(0.05, 1.0))
+    assert labels == [a.label for a in script.step_actions()]
+
+
+def test_worldplay_json_bad_input(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"0": {"extrinsic": [[1, 0], [0, 1]], "K": np.eye(3).tolist()}}))
+    with pytest.raises(ValueError, match="4x4"):
+        controls.load_worldplay_json(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json"):
+        controls.load_worldplay_json(path)
+    scaled = np.diag([2.0, 2.0, 2.0, 1.0])
+    path.write_text(json.dumps({"0": {"extrinsic": np.eye(4).tolist()}, "1": {"extrinsic": scaled.tolist()}}))
+    with pytest.raises(ValueError, match=r"bad\.json: latent 1: extrinsic is not a rigid .* not orthonormal"):
+        controls.load_worldplay_json(path)
+
+
+def test_script_from_latent_poses_is_the_step_labels_run_length_encoded():
+    script = parse_script("w-2, w+left-3, up-2, none-1")
+    latent_poses = script_trajectory(script, StepSizes(0.05, 0.75))[::4]
+    assert controls.script_from_latent_poses(latent_poses, Thresholds(0.1, 1.5)) == script
+    with pytest.raises(ValueError, match="at least 2 latent poses"):
+        controls.script_from_latent_poses(latent_poses[:1], Thresholds(0.1, 1.5))
 
 
 def test_export_formats_and_adding_one_later(tmp_path, write_tiny_suite):
@@ -88,7 +126,7 @@ def test_export_formats_and_adding_one_later(tmp_path, write_tiny_suite):
                  "--format", "worldplay"]) == 0
     steps = controls.text_actions(json.loads((folder / "text_actions.json").read_text())["segments"])
     assert _frame_labels(steps).tolist() == labels
-    assert len(load_worldplay_json(folder / "pose.json")[0]) == 32
+    assert len(controls.load_worldplay_json(folder / "pose.json")[0]) == 32
     with pytest.raises(SystemExit) as exit_:
         main(["export", "--suite", str(suite_path), "--out", str(out), "--format", "camera"])
     assert exit_.value.code == 2

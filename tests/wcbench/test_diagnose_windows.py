@@ -1,4 +1,4 @@
-"""benchmarks/diagnose_windows.py, the tool the estimator docs send readers to, runs against the
+"""experiments/diagnose_windows.py, the tool the estimator docs send readers to, runs against the
 current estimator (it reaches into the estimator's window steps, so a change there must keep it
 working) and prints one row per latent window."""
 
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_diagnose_windows_prints_every_window():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "diagnose_windows.py"), "--seed", "7000", "--family", "room",
+        [sys.executable, "-m", "experiments.diagnose_windows", "--seed", "7000", "--family", "room",
          "--track", "combined", "--degrade", "clean", "--size", "96", "--steps", "2", "--drop-misfit", "1.0"],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.core.actions import load_worldplay_json, parse_script
+from wcbench.core.actions import parse_script
+from wcbench.core.controls import load_worldplay_json
 from wcbench.core.video import write_video
 from wcbench.data.suite import load_suite
 from wcbench.run.export import export_suite

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from wcbench.core.actions import Action, StepSizes, Thresholds, parse_script, script_trajectory, trajectory_from_actions
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import StepSizes, Thresholds, script_trajectory, trajectory_from_actions
 from wcbench.scoring.following import clip_transitions, score_following
 
 TH = Thresholds(translation=0.02, rotation_deg=0.3)

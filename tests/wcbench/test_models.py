@@ -15,7 +15,8 @@ import torch
 from PIL import Image
 
 from wcbench.cli import main
-from wcbench.core.actions import Action, parse_script, script_trajectory
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import script_trajectory
 from wcbench.data.suite import load_suite
 from wcbench.models.base import CaseInfo, WholeVideoModel
 from wcbench.models.frames import FrameError, to_video

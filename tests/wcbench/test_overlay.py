@@ -8,7 +8,7 @@ import pytest
 
 from wcbench.core.actions import Action
 from wcbench.data.scenes.stressors import Stressors, composite_overlay
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 from wcbench.pose.overlay import MaskError, detect_static_overlay, load_user_mask, parse_rectangles
 
 

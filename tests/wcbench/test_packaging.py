@@ -1,4 +1,4 @@
-"""Packaging: every package folder is listed in pyproject.toml; the CLIs answer --help."""
+"""Packaging: the built-in suites ship inside the package; the CLIs answer --help."""
 
 import subprocess
 import sys
@@ -6,16 +6,19 @@ import tomllib
 from pathlib import Path
 
 from wcbench.cli import build_parser
+from wcbench.data.suite import builtin_suites_dir, list_suites
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_every_package_is_listed():
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(REPO).parts) for top in ("wcbench", "wctrain")
-             for p in (REPO / top).rglob("__init__.py")}
-    found.add("wcbench.suites")
-    assert found == listed
+def test_builtin_suites_ship_as_package_data():
+    """The suites are YAML files in wcbench/suites/, installed by the package-data globs (a wheel
+    carries what they match, nothing else)."""
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert builtin_suites_dir() == REPO / "wcbench" / "suites"
+    shipped = {path.name for glob in package_data["wcbench"] for path in (REPO / "wcbench").glob(glob)}
+    assert {"wc-mini.yaml", "wc-mini-heldout.yaml", "wc600.yaml"} <= shipped
+    assert "wc-mini" in list_suites()
 
 
 def test_help_explains_every_command():

@@ -11,8 +11,8 @@ import pytest
 import torch
 import yaml
 
-from wcbench.core.actions import (StepSizes, Thresholds, classify_relative_pose, parse_script, relative_pose, rot_y,
-                                  script_trajectory)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, Thresholds, classify_relative_pose, relative_pose, rot_y, script_trajectory
 from wcbench.pose import (PoseEstimator, available_estimators, build_estimator, load_estimator_thresholds,
                           save_estimator_thresholds)
 from wcbench.pose.base import keyframe_indices, poses_from_keyframes

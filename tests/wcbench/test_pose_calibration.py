@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (StepSizes, Thresholds, classify_relative_pose, classify_rotation,
-                                  classify_translation, parse_script, relative_pose, rot_x, rot_y, script_trajectory)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import (StepSizes, Thresholds, classify_relative_pose, classify_rotation, classify_translation,
+                                 relative_pose, rot_x, rot_y, script_trajectory)
 from wcbench.pose.base import PoseEstimate
-from wcbench.pose.calibration import (CalibrationSpec, calibrate, calibrate_thresholds, confusion_report, degrade,
-                                      render_calibration_videos, rotation_labels, translation_labels, widest_plateau)
+from wcbench.pose.calibration import (calibrate, calibrate_thresholds, confusion_report, rotation_labels,
+                                      translation_labels, widest_plateau)
+from wcbench.pose.calibration_videos import CalibrationSpec, degrade, render_calibration_videos
 
 SCRIPTS = ["w-2, left-2, none-1", "d+up-2, s+right-2, none-1", "a-1, down-2, w+left-2"]
 
@@ -98,7 +100,7 @@ def test_calibration_videos_small_spec():
 
 
 def test_calibration_cases_cover_every_family_and_drive_like_a_car():
-    from wcbench.pose.calibration import CASE_TRACKS, motion_case
+    from wcbench.pose.calibration_videos import CASE_TRACKS, motion_case
 
     spec = CalibrationSpec(seeds=(5,), tracks=("car", "basic"), num_steps=3, step_scales=(1.0,), resolution=(32, 32),
                            degradations=("clean",))
@@ -127,7 +129,7 @@ def test_degradations():
 def test_warp_displaces_each_frame_by_its_own_smooth_field():
     """On a horizontal ramp (grey level = x) a displacement dx shows as a grey-level change of
     dx: its size follows ``warp_px``, it varies smoothly over the frame, and frames differ."""
-    from wcbench.pose.calibration import DegradationSettings
+    from wcbench.pose.calibration_videos import DegradationSettings
 
     ramp = np.repeat(np.repeat(np.arange(40, 200, dtype=np.uint8)[None, :, None], 160, axis=0)[None], 3, axis=3)
     frames = np.repeat(ramp, 3, axis=0)
@@ -143,8 +145,9 @@ def test_warp_displaces_each_frame_by_its_own_smooth_field():
 def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
     import numpy as np
 
-    from wcbench.core.actions import StepSizes, parse_script, script_trajectory, yaw_pitch_deg
-    from wcbench.pose.calibration import diagonal_script
+    from wcbench.core.actions import parse_script
+    from wcbench.core.camera import StepSizes, script_trajectory, yaw_pitch_deg
+    from wcbench.pose.calibration_videos import diagonal_script
     from wcbench.data.suite import PITCH_LIMIT_DEG
 
     for seed in range(20):
@@ -158,10 +161,8 @@ def test_diagonal_calibration_scripts_command_two_axes_of_one_kind():
         assert max(abs(p) for p in pitches) <= PITCH_LIMIT_DEG + 1e-6, text
 
 
-def test_calibration_script_rejects_an_unknown_track():
-    import pytest
-
-    from wcbench.pose.calibration import CalibrationSpec, calibration_script
+def test_motion_case_rejects_an_unknown_track():
+    from wcbench.pose.calibration_videos import motion_case
 
     with pytest.raises(ValueError, match="unknown calibration track 'diagonl'.*diagonal"):
-        calibration_script(9000, "diagonl", 0, CalibrationSpec())
+        motion_case("room", 9000, "diagonl", 8)

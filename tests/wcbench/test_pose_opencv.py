@@ -9,13 +9,14 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, parse_script,
-                                  relative_pose, rot_x, rot_y, script_trajectory, yaw_pitch_deg)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import (StepSizes, camera_rotation, classify_relative_pose, intrinsics_from_fov, relative_pose,
+                                 rot_x, rot_y, script_trajectory, yaw_pitch_deg)
 from wcbench.pose import build_estimator, geometry as geo, latent_windows
-from wcbench.pose.calibration import CalibrationSpec, degrade, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
-from wcbench.pose.opencv import (OpenCVPoseEstimator, normalize_contrast, prepare_gray, scale_intrinsics, video_noise,
-                                 working_size)
+from wcbench.pose.opencv import OpenCVPoseEstimator
+from wcbench.pose.preprocess import normalize_contrast, prepare_gray, scale_intrinsics, video_noise, working_size
 from wcbench.pose.tracking import (
     TrackerConfig,
     chain_dense,

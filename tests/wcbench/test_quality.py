@@ -9,13 +9,15 @@ import cv2
 import numpy as np
 import pytest
 
-from wcbench.core.actions import StepSizes, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
 from wcbench.core.noise import compute_noise_sigma
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring import vq_terms
 from wcbench.scoring.quality import (COMPONENT_NOTES, QualityResult, QualityScorer, available_quality_scorers,
                                      build_quality_scorer, clip_vq, spatial_indices)
-from wcbench.scoring.vq_probes import damage, damage_orderings, gradual, mean_vq, per_clip_vq, texture_video
+
+from benchmarks.vq_probes import damage, damage_orderings, gradual, mean_vq, per_clip_vq, texture_video
 
 REALVID = Path(__file__).resolve().parents[3] / "shared" / "realvid"
 SIZE = 96

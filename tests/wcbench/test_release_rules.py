@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from wcbench.core.actions import Thresholds, parse_script
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import Thresholds
 from wcbench.pose import build_estimator
 from wcbench.scoring.case import Scorers, clip_view, score_clip_fine_action, score_frames
 from wcbench.scoring.following import compat_fine_action, score_following
@@ -229,7 +230,7 @@ def test_compat_reads_rotation_as_the_releases_euler_angles_under_roll():
     """With roll, the forward axis's direction and the ZYX Euler angles disagree near 0.2 degrees:
     compat mode labels as the release does (the forward axis would read yaw 0.202 rolled by 10
     degrees as 0.199, no turn)."""
-    from wcbench.core.actions import yaw_pitch_deg
+    from wcbench.core.camera import yaw_pitch_deg
 
     script = parse_script("right-1")
     poses = [np.eye(4)]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.core.actions import intrinsics_from_fov
+from wcbench.core.camera import intrinsics_from_fov
 from wcbench.data.suite import SuiteError, load_suite
 from wcbench.data.scenes import case_world
 from wcbench.data.scenes.packs import scene_family

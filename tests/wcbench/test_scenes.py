@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from wcbench.core.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
+from wcbench.core.actions import clip_step_ranges, parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
 from wcbench.models.base import CaseInfo
 from wcbench.models.registry import available_models, build_model
 from wcbench.data.scenes.synthetic import build_scene, render, render_frames
@@ -83,7 +84,7 @@ def test_registry_errors():
 
 # ---------------------------------------------------------------- scene families
 
-from wcbench.core.actions import camera_rotation  # noqa: E402
+from wcbench.core.camera import camera_rotation  # noqa: E402
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES, camera_setup, depth_map  # noqa: E402
 
 FAMILY_SCRIPT = parse_script("w-2, a+left-2, s+up-1")

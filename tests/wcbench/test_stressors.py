@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.core.actions import Action, classify_relative_pose, parse_script, relative_pose
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import classify_relative_pose, relative_pose
 from wcbench.core.video import write_video
 from wcbench.data.scenes.families import HELD_OUT_FAMILIES, SCENE_FAMILIES
 from wcbench.data.scenes.stressors import Stressors, correlated_wobble, roll_jitter
 from wcbench.pose import build_estimator
-from wcbench.pose.calibration import CalibrationSpec, motion_case
+from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 
 SPEC = CalibrationSpec(static_steps=0)
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from wcbench.cli import main
-from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_script, trajectory_from_actions
+from wcbench.core.actions import Action, parse_script
+from wcbench.core.camera import StepSizes, intrinsics_from_fov, trajectory_from_actions
 from wcbench.core.video import write_video
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view

@@ -218,7 +218,7 @@ def test_shipped_checkpoint_moves_the_picture_the_commanded_way():
     (measured by phase correlation on native 64x64 frames of an unseen scene)."""
     import cv2
 
-    from wcbench.core.actions import intrinsics_from_fov
+    from wcbench.core.camera import intrinsics_from_fov
     from wcbench.data.scenes.synthetic import build_scene
 
     scene = build_scene(seed=4242)

@@ -245,7 +245,8 @@ def test_if_reward_rises_on_a_fixed_training_case(tmp_path):
 
 def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
     """A clip-level candidate with the adapter's seed is the adapter's own clip, frame for frame."""
-    from wcbench.core.actions import StepSizes, clip_step_ranges, intrinsics_from_fov, parse_script, script_trajectory
+    from wcbench.core.actions import clip_step_ranges, parse_script
+    from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
     from wcbench.data.scenes.synthetic import build_scene, render
     from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm
     from wctrain.rollout import Episode, rollout_clip_level, rollout_sample_level

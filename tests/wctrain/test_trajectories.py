@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wcbench.core.actions import (StepSizes, Thresholds, intrinsics_from_fov, parse_script, script_trajectory,
-                                  to_worldplay_json)
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import StepSizes, Thresholds, intrinsics_from_fov, script_trajectory
+from wcbench.core.controls import to_worldplay_json
 from wcbench.data.suite import load_suite
 from wctrain.cli import load_config
 from wctrain.config import RLConfig, to_trainer_config

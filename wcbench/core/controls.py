@@ -3,8 +3,10 @@
 Three families, each encoded the way its release feeds its model (sources and units:
 docs/models.md):
 
-- ``worldplay``: WorldPlay / HY-World 1.5 pose JSON, one camera-to-world pose and K per
-  latent (:func:`wcbench.core.actions.to_worldplay_json`).
+- ``worldplay``: WorldPlay / HY-World 1.5 pose JSON (what its ``generate.py --pose`` reads), one
+  camera-to-world pose and K per latent (:func:`to_worldplay_json`); read back with
+  :func:`load_worldplay_json`, each pose checked to be rigid, and turned into the script it
+  commands by the benchmark's labelling rule (:func:`script_from_latent_poses`).
 - ``matrix-game``: Matrix-Game 2.0 per-frame arrays, ``keyboard_condition`` (N, 4) multi-hot
   over (forward, back, left, right) and ``mouse_condition`` (N, 2) as (pitch, yaw) deltas,
   positive = up / right, in the model's own mouse unit.
@@ -12,20 +14,117 @@ docs/models.md):
   sentences, one entry per run of equal latent steps, for text- or key-conditioned models
   such as Yume and Hunyuan-GameCraft.
 
-Each ``to_*`` has a ``*_actions`` inverse that recovers one :class:`Action` per latent step
-or per frame transition, so a round trip can be checked against the script's labels.
+Each ``to_*`` has an inverse that recovers one :class:`~wcbench.core.actions.Action` per latent
+step or per frame transition, so a round trip can be checked against the script's labels.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, to_worldplay_json
+from wcbench.core.actions import FRAMES_PER_LATENT, NUM_ROTATION, Action, Script, latents_for_frames, script_from_steps
+from wcbench.core.camera import Thresholds, classify_relative_pose, relative_pose
 
 FORMATS = ("worldplay", "matrix-game", "text-actions")
 FORMAT_FILES = {"worldplay": "pose.json", "matrix-game": "matrix_game.json", "text-actions": "text_actions.json"}
+
+# ---------------------------------------------------------------- WorldPlay pose JSON
+
+def latent_frame(latent: int) -> int:
+    """Frame whose pose stands for a latent in WorldPlay pose JSON: the last frame of its
+    4-frame window (latent 0 is frame 0, latent k >= 1 is frame 4k)."""
+    return FRAMES_PER_LATENT * latent
+
+
+def to_worldplay_json(frame_poses: np.ndarray, K: np.ndarray) -> dict:
+    """WorldPlay pose dict ``{"0": {"extrinsic": c2w, "K": K}, ...}``, one entry per latent."""
+    num_latents = latents_for_frames(len(frame_poses))
+    return {
+        str(k): {"extrinsic": frame_poses[latent_frame(k)].tolist(), "K": np.asarray(K).tolist()}
+        for k in range(num_latents)
+    }
+
+
+RIGID_TOLERANCE = 1e-4  # |R^T R - I| and |det R - 1| allowed in a pose file (float32 writers, rounding)
+
+
+def rigid_problem(matrix: np.ndarray) -> str | None:
+    """Why a 4x4 matrix is not a rigid camera pose (rotation, translation, last row 0 0 0 1), or
+    ``None`` when it is; scaled, sheared, mirrored or projective matrices have no camera motion."""
+    rotation = matrix[:3, :3]
+    if not np.isfinite(matrix).all():
+        return "holds NaN or infinity"
+    if not np.allclose(matrix[3], (0.0, 0.0, 0.0, 1.0), atol=RIGID_TOLERANCE):
+        return f"last row is {matrix[3].tolist()}, not [0, 0, 0, 1]"
+    if np.abs(rotation.T @ rotation - np.eye(3)).max() > RIGID_TOLERANCE:
+        return "rotation part is not orthonormal (scaled or sheared)"
+    if abs(np.linalg.det(rotation) - 1.0) > RIGID_TOLERANCE:
+        return "rotation part has determinant -1 (a mirror, not a rotation)"
+    return None
+
+
+def parse_worldplay_poses(data: object, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """One WorldPlay pose trajectory ``{"0": {"extrinsic": c2w, "K": K}, ...}`` as per-latent c2w
+    poses (L, 4, 4) and K (L, 3, 3), each pose checked to be rigid; ``where`` names the trajectory
+    (file, and index in a file of many) in every error."""
+    if not isinstance(data, dict) or not data:
+        raise ValueError(f"{where}: a trajectory must be a non-empty mapping of latent index to "
+                         f"{{\"extrinsic\": 4x4 c2w, \"K\": 3x3}}, got {type(data).__name__}")
+    keys = sorted(data, key=lambda k: int(k)) if all(str(k).isdigit() for k in data) else None
+    if not keys or [int(k) for k in keys] != list(range(len(keys))):
+        raise ValueError(f"{where}: keys must be latent indices 0..L-1")
+    poses, Ks = [], []
+    for key in keys:
+        entry = data[key]
+        if not isinstance(entry, dict) or "extrinsic" not in entry:
+            raise ValueError(f"{where}: latent {key}: needs an 'extrinsic' (4x4 camera-to-world)")
+        try:
+            extrinsic = np.asarray(entry["extrinsic"], dtype=float)
+            K = np.asarray(entry.get("K", np.eye(3)), dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: latent {key}: not a numeric matrix: {err}") from err
+        if extrinsic.shape != (4, 4) or K.shape != (3, 3):
+            raise ValueError(f"{where}: latent {key}: extrinsic must be 4x4 and K 3x3, got {extrinsic.shape} "
+                             f"and {K.shape}")
+        problem = rigid_problem(extrinsic)
+        if problem:
+            raise ValueError(f"{where}: latent {key}: extrinsic is not a rigid camera-to-world pose: {problem}")
+        poses.append(extrinsic)
+        Ks.append(K)
+    return np.stack(poses), np.stack(Ks)
+
+
+def load_worldplay_json(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read a WorldPlay pose JSON: per-latent c2w poses (L, 4, 4) and K (L, 3, 3)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: cannot read WorldPlay pose JSON: {err}") from err
+    return parse_worldplay_poses(data, str(path))
+
+
+def step_labels_from_latent_poses(latent_poses: np.ndarray, thresholds: Thresholds) -> list[int]:
+    """Full labels per latent step from per-latent poses (e.g. a WorldPlay pose file)."""
+    labels = []
+    for k in range(1, len(latent_poses)):
+        t_label, r_label = classify_relative_pose(relative_pose(latent_poses[k - 1], latent_poses[k]), thresholds)
+        labels.append(NUM_ROTATION * t_label + r_label)
+    return labels
+
+
+def script_from_latent_poses(latent_poses: np.ndarray, thresholds: Thresholds) -> Script:
+    """The action script a per-latent pose trajectory commands: each latent step labelled by
+    :func:`step_labels_from_latent_poses` (the benchmark's rule), run-length encoded."""
+    if len(latent_poses) < 2:
+        raise ValueError(f"a trajectory needs at least 2 latent poses to command a step, got {len(latent_poses)}")
+    return script_from_steps([Action.from_label(label)
+                              for label in step_labels_from_latent_poses(latent_poses, thresholds)])
+
 
 # ---------------------------------------------------------------- Matrix-Game
 

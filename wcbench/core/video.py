@@ -3,8 +3,8 @@
 Frames are (T, H, W, 3) uint8 RGB at every boundary; grayscale input becomes 3 channels.
 Stored videos are lossless (HuffYUV in RGB), so re-scoring a stored video gives the same numbers.
 HuffYUV, not FFV1: at 480x832 it decodes in about 4 ms of CPU a frame against FFV1's 21, and
-encodes in 3 against 21, for files about 1.6 times larger (docs/quality.md, Speed). Videos stored
-as FFV1 by earlier versions read as before: reading does not depend on the codec.
+encodes in 3 against 21, for files about 1.6 times larger (docs/quality.md, Speed). Reading does
+not depend on the codec: FFV1 and other lossless files read the same way.
 
 Both directions stream: :class:`VideoSource` decodes one frame at a time and
 :func:`video_writer` encodes clip by clip, so memory does not grow with a video's length.

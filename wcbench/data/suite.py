@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from wcbench.core.actions import Action, ScriptError, StepSizes, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.actions import Action, ScriptError, latents_for_frames, parse_script, script_from_steps
+from wcbench.core.camera import StepSizes
 from wcbench.core.ids import id_problem
 from wcbench.core.video import odd_size_problem
 from wcbench.data.scenes.packs import PACKS, image_pack_digest, image_pack_folder, load_image_folder_pack
@@ -149,7 +150,7 @@ def generate_script(rng: np.random.Generator, track: str, num_steps: int, step_d
 
 def builtin_suites_dir() -> Path:
     """Folder of the suites shipped with the package."""
-    return Path(str(resources.files("wcbench.suites")))
+    return Path(str(resources.files("wcbench") / "suites"))
 
 
 def list_suites() -> list[str]:

@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script, StepSizes
+from wcbench.core.actions import FRAMES_PER_LATENT, Action, Script
+from wcbench.core.camera import StepSizes
 from wcbench.models.frames import Frames, to_video
 
 

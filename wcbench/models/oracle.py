@@ -8,7 +8,8 @@ from functools import partial
 
 import numpy as np
 
-from wcbench.core.actions import FRAMES_PER_LATENT, Action, trajectory_from_actions
+from wcbench.core.actions import FRAMES_PER_LATENT, Action
+from wcbench.core.camera import trajectory_from_actions
 from wcbench.models.base import CaseInfo
 from wcbench.models.registry import register_model
 from wcbench.data.scenes.synthetic import render

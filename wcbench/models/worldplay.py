@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wcbench.core.actions import FRAMES_PER_LATENT, to_worldplay_json
+from wcbench.core.actions import FRAMES_PER_LATENT
+from wcbench.core.controls import to_worldplay_json
 from wcbench.models.base import CaseInfo
 from wcbench.models.native import NativeModel
 from wcbench.models.registry import register_model

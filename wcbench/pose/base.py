@@ -2,7 +2,7 @@
 
 An estimator turns a video into per-frame camera-to-world poses (OpenCV convention, frame 0
 = identity) plus a confidence per frame. Each estimator carries the
-:class:`~wcbench.core.actions.Thresholds` that label its own poses: translation magnitudes mean
+:class:`~wcbench.core.camera.Thresholds` that label its own poses: translation magnitudes mean
 different things per estimator (``units``), so thresholds live beside the estimator in
 ``wcbench/conf/estimator/<name>.yaml`` and are written there by ``wcbench calibrate``.
 
@@ -20,7 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import yaml
 
-from wcbench.core.actions import FRAMES_PER_LATENT, Thresholds, intrinsics_from_fov
+from wcbench.core.actions import FRAMES_PER_LATENT
+from wcbench.core.camera import Thresholds, intrinsics_from_fov
 from wcbench.core.registry import Registry
 from wcbench.core.storage import write_text
 from wcbench.pose.geometry import rodrigues, rotation_vector

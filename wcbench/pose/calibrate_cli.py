@@ -11,12 +11,13 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from wcbench.core.actions import StepSizes
+from wcbench.core.camera import StepSizes
 from wcbench.core.terminal import progress_bar
 from wcbench.pose import build_estimator
 from wcbench.pose.base import save_estimator_thresholds
-from wcbench.pose.calibration import (CALIBRATION_STRESSORS, DEGRADATIONS, CalibrationSpec, calibrate,
-                                      calibration_record, confusion_report, estimate_video, render_calibration_videos)
+from wcbench.pose.calibration import calibrate, calibration_record, confusion_report, estimate_video
+from wcbench.pose.calibration_videos import (CALIBRATION_STRESSORS, DEGRADATIONS, CalibrationSpec,
+                                             render_calibration_videos)
 from wcbench.data.scenes.families import SCENE_FAMILIES
 
 

@@ -1,7 +1,7 @@
 """Two-view geometry for the OpenCV estimator: pure numpy, vectorised over points and starts.
 
 Conventions. A relative pose ``(R, t)`` maps camera-b coordinates into camera a
-(``X_a = R @ X_b + t``), as :func:`wcbench.core.actions.relative_pose` does: ``t`` is camera b's
+(``X_a = R @ X_b + t``), as :func:`wcbench.core.camera.relative_pose` does: ``t`` is camera b's
 centre seen from a, and the columns of ``R`` are b's axes in a. Points are normalised image
 coordinates (``K^-1 @ pixel``) written as bearings ``(u, v, 1)``; with ``x1`` in a and ``x2``
 in b the epipolar constraint is ``x2 . E x1 = 0`` with ``E = R^T [t]_x``.
@@ -220,10 +220,10 @@ def cheirality_sign(x1: np.ndarray, x2: np.ndarray, R: np.ndarray, t: np.ndarray
     Each track's rotation-compensated displacement is ``translational_flow(x1, t) / Z``, along
     the flow for points in front (Z > 0). The sign is that of the sum of the displacements
     projected on the flow: each track votes with its parallax, so far points, whose depth the
-    noise decides, vote with almost nothing. A count of the points triangulated in front (up to
-    version 9) let them outvote the near ones when the view was mostly sky and far hills, and
-    read a step forward and right as backward and left. Returns the sign and the share of
-    tracks that agree with it.
+    noise decides, vote with almost nothing (a count of the points triangulated in front lets
+    them outvote the near ones when the view is mostly sky and far hills, and reads a step
+    forward and right as backward and left). Returns the sign and the share of tracks that
+    agree with it.
     """
     vote = np.einsum("ni,ni->n", compensated_displacement(x1, x2, R), translational_flow(x1, t))
     sign = 1 if vote.sum() >= 0 else -1

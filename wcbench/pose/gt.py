@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wcbench.core.actions import Thresholds
+from wcbench.core.camera import Thresholds
 from wcbench.pose.base import PoseEstimate, check_frames, register_estimator, relative_to_first, thresholds_or_config
 
 

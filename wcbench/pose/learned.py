@@ -27,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from wcbench.core.actions import Thresholds
+from wcbench.core.camera import Thresholds
 from wcbench.pose.base import (
     PoseEstimate,
     check_frames,

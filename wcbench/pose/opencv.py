@@ -2,12 +2,12 @@
 
 Motion is estimated once per latent window (frame 4k-4 -> 4k): actions change only at
 latent boundaries, so a window never straddles two actions, and four frames give enough
-parallax to read at small resolutions. Per window:
+parallax to read at small resolutions. The frames are first made gray at a working size
+(:mod:`wcbench.pose.preprocess`). Per window:
 
-1. track corners through the window, and on video without a coding grid a grid of points too
-   (:mod:`wcbench.pose.tracking`);
-2. fit a rotation-only model (a camera that only turns) and measure the window's
-   **parallax**: the rotation-compensated motion of each track at every frame of the window,
+1. track the window and fit a rotation-only model and an essential matrix
+   (:func:`wcbench.pose.parallax.measure_window`), in parallel over the windows;
+2. the window's **parallax**: the rotation-compensated motion of each track at every frame,
    its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
    tracks (parallax is smooth over a surface, tracking noise is not); per track the net
    displacement less its frame-to-frame wander (a translation moves content steadily; wobble,
@@ -15,34 +15,24 @@ parallax to read at small resolutions. Per window:
    lengths over the tracks clear of the image border, in pixels of the working image. A high
    quantile rather than the median, so that the decision does not depend on how much of the
    frame is far away: with half a frame of sky and far hills, only the nearer ground shows a
-   translation, and moving forward the middle of the frame barely moves while its edges
-   stream past. Above a gate (``gate_px``, raised to ``noise_gate`` times the video's
-   tracking noise on noisy or compressed video) the window's rotation comes from the 4-DoF
-   fit below; under it, from the rotation-only fit (the essential matrix is degenerate for a
-   turning camera). Whether it translated is the calibrated threshold's call (step 5);
-   only the part of the parallax a translation explains counts: the same statistic of what
-   the 4-DoF fit (step 4) leaves, ``u``, against what the rotation-only fit leaves, ``r``,
-   scales it by ``sqrt(1 - (2 u / r)^2)``. A translation leaves almost nothing across its
-   epipolar lines; content that warps without the camera translating (a generated video's
-   wobble) leaves about half, and then nothing counts (:func:`geometry.explained_share`);
-3. robust essential matrix (``cv2.USAC_ACCURATE``), keeping the decomposition whose
-   rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward);
-4. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
+   translation. Only the part of the parallax a translation explains counts: the same
+   statistic of what the 4-DoF fit (step 3) leaves, ``u``, against what the rotation-only fit
+   leaves, ``r``, scales it by ``sqrt(1 - (2 u / r)^2)`` (:func:`geometry.explained_share`);
+   content that warps without the camera translating (a generated video's wobble) leaves
+   about half, and then nothing counts;
+3. 4-DoF refinement, rotation + a translation direction in the camera's own horizontal
    plane (rejects the ground-plane twin; the action model moves along the camera's axes,
    so a pitched camera that moves forward also rises or sinks), the sign from the tracks'
    parallax along the flow the translation predicts;
-5. the window's relative pose: the chosen rotation and a translation whose direction is the
-   refined one and whose **length is the window's explained parallax** in normalised image units
-   (pixels / focal length), spread evenly over the window's four transitions. ``units`` is ``"parallax"``: a per-frame
-   translation of 0.001 means the nearer part of the scene moved by about 0.4 % of the focal
-   length per window beyond what the rotation explains. Thresholds on it come from
-   ``wcbench calibrate`` over every scene family.
-
-Frames are converted to gray, deblocked when a compression grid shows
-(:mod:`wcbench.pose.deblock`), downscaled to a working size (long side ``max_side``,
-at least ``min_height`` tall, never upscaled) with the intrinsics scaled to match, and,
-unless compressed, contrast-normalised so that faint texture (pale floors and walls) is
-tracked too: tracks spread over many depths are what tell a turn from a sideways step.
+4. the window's relative pose: above a gate (``gate_px``, raised to ``noise_gate`` times the
+   video's tracking noise on noisy or compressed video) the 4-DoF fit's rotation, under it the
+   rotation-only fit's (the essential matrix is degenerate for a turning camera); a
+   translation whose direction is the refined one and whose **length is the window's explained
+   parallax** in normalised image units (pixels / focal length), spread evenly over the
+   window's four transitions. ``units`` is ``"parallax"``: a per-frame translation of 0.001
+   means the nearer part of the scene moved by about 0.4 % of the focal length per window
+   beyond what the rotation explains. Whether it translated is the calibrated threshold's
+   call (``wcbench calibrate`` over every scene family), not the gate's.
 
 Generated video carries things the camera did not do; two steps keep them out:
 
@@ -58,7 +48,7 @@ Generated video carries things the camera did not do; two steps keep them out:
   picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
   confident label.
 
-Tracks and calibration: see ``docs/estimator.md`` for what each setting was measured on.
+What each setting was measured on: ``docs/estimator.md``.
 """
 
 from __future__ import annotations
@@ -69,22 +59,14 @@ from dataclasses import dataclass, field, fields, replace
 import cv2
 import numpy as np
 
-from wcbench.core.actions import Thresholds
-from wcbench.core.noise import compute_noise_sigma
+from wcbench.core.camera import Thresholds
 from wcbench.pose import geometry as geo
-from wcbench.pose.base import (
-    PoseEstimate,
-    check_frames,
-    latent_windows,
-    per_transition,
-    poses_from_windows,
-    register_estimator,
-    resolve_intrinsics,
-    thresholds_or_config,
-)
-from wcbench.pose.deblock import BlockGrid, deblock, detect_block_grid
+from wcbench.pose.base import (PoseEstimate, check_frames, latent_windows, per_transition, poses_from_windows,
+                               register_estimator, resolve_intrinsics, thresholds_or_config)
 from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
-from wcbench.pose.tracking import TrackerConfig, WindowTracks, track_window
+from wcbench.pose.parallax import Correspondences, measure_window, window_parallax
+from wcbench.pose.preprocess import WorkingVideo, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.tracking import TrackerConfig
 
 _AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
 
@@ -135,165 +117,6 @@ class WindowMotion:
     num_tracks: int
     mover_share: float = 0.0  # share of the tracks left out as content moving on its own
     undecided: bool = False  # the still part was too small to tell the camera's motion from the movers'
-
-
-@dataclass
-class _Correspondences:
-    """What the parallel stage hands the sequential one for one window."""
-
-    tracks: WindowTracks
-    x1: np.ndarray  # bearings in the first frame (N, 3)
-    x2: np.ndarray  # bearings in the last frame (N, 3)
-    R_rot: np.ndarray  # rotation-only fit
-    coherent_px: float  # the window's steady parallax left by the rotation-only fit (see steady_parallax)
-    rotation_px: float  # the same statistic without the aperture weighting (what the 4-DoF fit's rest is put against)
-    inside: np.ndarray  # tracks clear of the image border, the ones both statistics count
-    R_essential: np.ndarray | None
-    t_essential: np.ndarray | None
-    # per inside track, its steady motion (px) with no rotation undone and no neighbourhood median
-    fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-# ---------------------------------------------------------------- frames
-
-def working_size(width: int, height: int, max_side: int, min_height: int) -> tuple[int, int]:
-    """(width, height) of the working image: long side ``max_side`` but at least
-    ``min_height`` tall, never larger than the input."""
-    scale = min(1.0, max_side / max(width, height))
-    if height * scale < min_height:
-        scale = min(1.0, min_height / height)
-    return max(1, round(width * scale)), max(1, round(height * scale))
-
-
-def scale_intrinsics(K: np.ndarray, sx: float, sy: float) -> np.ndarray:
-    """Intrinsics of an image resized by (sx, sy), pixel-centre convention of OpenCV."""
-    scaled = np.array(K, dtype=float)
-    scaled[0, 0] *= sx
-    scaled[0, 1] *= sx
-    scaled[1, 1] *= sy
-    scaled[0, 2] = (K[0, 2] + 0.5) * sx - 0.5
-    scaled[1, 2] = (K[1, 2] + 0.5) * sy - 0.5
-    return scaled
-
-
-def to_gray(frame: np.ndarray) -> np.ndarray:
-    """One frame as contiguous uint8 grayscale."""
-    gray = frame[..., 0] if frame.ndim == 3 and frame.shape[2] == 1 else frame
-    if gray.ndim == 3:
-        gray = cv2.cvtColor(np.ascontiguousarray(gray), cv2.COLOR_RGB2GRAY)
-    if gray.dtype != np.uint8:
-        gray = np.clip(gray, 0, 255).astype(np.uint8)
-    return np.ascontiguousarray(gray)
-
-
-def normalize_contrast(gray: np.ndarray, sigma_frac: float, floor: float) -> np.ndarray:
-    """Local contrast normalisation: (gray - local mean) / max(local std, ``floor``), Gaussian
-    windows of ``sigma_frac`` x the short side, back to uint8 around mid-grey.
-
-    Faint texture (a pale floor, a plain wall: local std of 1-3 grey levels) then yields corners
-    as readily as strong texture does; without it the tracks all sit on the few strongly
-    textured objects, at one depth, where a turn and a sideways step look alike. It is the same
-    operation at every pixel, so the normalised texture moves with the scene (CLAHE's fixed
-    tiles did not: their gain stays put while content moves through them)."""
-    image = gray.astype(np.float32)
-    sigma = sigma_frac * min(image.shape)
-    detail = image - _smooth(image, sigma)
-    spread = np.sqrt(_smooth(detail * detail, sigma))
-    return np.clip(128.0 + 40.0 * detail / np.maximum(spread, floor), 0, 255).astype(np.uint8)
-
-
-def _smooth(image: np.ndarray, sigma: float) -> np.ndarray:
-    """Gaussian blur of a wide ``sigma``, computed on a copy shrunk until sigma is ~2 px (the
-    result is smooth at that scale, and a full-size wide blur cost as much as the tracking)."""
-    factor = max(1, int(sigma / 2))
-    height, width = image.shape
-    small = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_AREA)
-    small = cv2.GaussianBlur(small, (0, 0), sigma / factor)
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
-
-
-@dataclass
-class WorkingVideo:
-    """A video at the working size, grayscale uint8: ``plain`` (deblocked) and ``tracked``, what
-    the tracker sees (contrast-normalised unless compressed)."""
-
-    plain: list[np.ndarray]
-    tracked: list[np.ndarray]
-    compressed: bool = False  # a coding grid was found (JPEG / MPEG blocks)
-
-
-def prepare_gray(frames: np.ndarray, size: tuple[int, int], use_deblock: bool = True,
-                 contrast_sigma: float = 0.0, contrast_floor: float = 8.0,
-                 denoise_above: float = 0.0, denoise_sigma: float = 1.0) -> WorkingVideo:
-    """Grayscale frames at the working size; compression blocks are smoothed at the native
-    resolution first when a coding grid is found, and pixel noise (a Gaussian of
-    ``denoise_sigma`` px) when the video's noise (:func:`video_noise`) exceeds ``denoise_above``
-    grey levels (0: never). With ``contrast_sigma`` > 0, the tracked frames have their local
-    contrast normalised (:func:`normalize_contrast`), except on video with a coding grid, whose
-    faint texture is mostly what the codec left and would be amplified with it."""
-    grays = [to_gray(frame) for frame in frames]
-    grid = detect_block_grid(grays) if use_deblock else BlockGrid(None, None)
-    enhance = contrast_sigma > 0 and not grid.is_blocky
-    # the contrast normalisation lifts noise with faint texture: corners and grid points then
-    # follow the noise, and a slow move in a pale room fell under the noise-raised gate
-    denoise = not grid.is_blocky and 0 < denoise_above < video_noise(grays)  # no noise estimate on compressed video
-    plain = []
-    for gray in grays:
-        gray = deblock(gray, grid)
-        if denoise:
-            gray = cv2.GaussianBlur(gray, (0, 0), denoise_sigma)
-        if (gray.shape[1], gray.shape[0]) != size:
-            gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
-        plain.append(gray)
-    tracked = [normalize_contrast(gray, contrast_sigma, contrast_floor) for gray in plain] if enhance else plain
-    return WorkingVideo(plain, tracked, grid.is_blocky)
-
-
-def video_noise(grays: list[np.ndarray], samples: int = 8) -> float:
-    """Pixel noise of a grayscale video (grey levels): the median of
-    :func:`~wcbench.core.noise.compute_noise_sigma` over up to ``samples`` frames spread over it."""
-    picks = grays[:: max(1, len(grays) // samples)][:samples]
-    return float(np.median([compute_noise_sigma(gray) for gray in picks]))
-
-
-# ---------------------------------------------------------------- per-window pieces
-
-def _structure_at(gray: np.ndarray, points: np.ndarray, window: int) -> np.ndarray:
-    """Structure-tensor eigen-decomposition (N, 6) of each point's tracking window."""
-    eigen = cv2.cornerEigenValsAndVecs(gray, window, 3)
-    xy = np.rint(points).astype(int)
-    return eigen[np.clip(xy[:, 1], 0, gray.shape[0] - 1), np.clip(xy[:, 0], 0, gray.shape[1] - 1)].astype(float)
-
-
-def _coherence_at(gray: np.ndarray, points: np.ndarray, window: int = 9) -> np.ndarray:
-    """Orientation coherence ((l1 - l2) / (l1 + l2))^2 of the gradient structure around each
-    point: 1 on a straight edge or a smooth ramp, near 0 on two-dimensional texture."""
-    image = cv2.GaussianBlur(gray.astype(np.float32), (0, 0), 1.0)
-    gx = cv2.Sobel(image, cv2.CV_32F, 1, 0, ksize=3)
-    gy = cv2.Sobel(image, cv2.CV_32F, 0, 1, ksize=3)
-    xy = np.rint(points).astype(int)
-    rows, cols = np.clip(xy[:, 1], 0, gray.shape[0] - 1), np.clip(xy[:, 0], 0, gray.shape[1] - 1)
-    jxx, jyy, jxy = (cv2.boxFilter(a * b, -1, (window, window))[rows, cols] for a, b in ((gx, gx), (gy, gy), (gx, gy)))
-    spread = np.sqrt((jxx - jyy) ** 2 + 4 * jxy**2)
-    return (spread / np.maximum(jxx + jyy, 1e-9)) ** 2
-
-
-def _essential_pose(tracks: WindowTracks, K: np.ndarray,
-                    config: OpenCVEstimatorConfig) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Essential-matrix pose with the small-rotation decomposition (twisted pair rejected);
-    ``(None, None)`` when it cannot be fitted."""
-    if len(tracks.first) < 8:
-        return None, None
-    E, _ = cv2.findEssentialMat(tracks.first, tracks.last, K, method=cv2.USAC_ACCURATE, prob=0.999,
-                                threshold=config.ransac_px)
-    if E is None or E.shape[0] < 3:
-        return None, None
-    R1, R2, t_cv = cv2.decomposeEssentialMat(E[:3])
-    candidates = [geo.pose_from_opencv(R_cv, t_cv) for R_cv in (R1, R2)]
-    R, t = min(candidates, key=lambda pose: geo.rotation_angle_deg(pose[0]))
-    if geo.rotation_angle_deg(R) > config.max_window_rotation_deg:
-        return None, None
-    return R, t
 
 
 def _even_subset(count: int, limit: int) -> np.ndarray:
@@ -369,16 +192,16 @@ class OpenCVPoseEstimator:
         # 1. tracking and the rotation-only and essential fits, per window, in parallel
         if self.config.num_workers > 1 and len(jobs) > 1:
             with ThreadPoolExecutor(self.config.num_workers) as pool:
-                matches = list(pool.map(lambda job: self._correspondences(*job, K, tracker, mask), jobs))
+                matches = list(pool.map(lambda job: measure_window(*job, K, tracker, self.config, mask), jobs))
         else:
-            matches = [self._correspondences(*job, K, tracker, mask) for job in jobs]
+            matches = [measure_window(*job, K, tracker, self.config, mask) for job in jobs]
         # 2. the moving-or-turning gate is one per video (it rises with the video's tracking noise)
         gate = self.moving_gate(matches)
         # a coding grid's blocks stay put while the camera moves: still tracks that are not the world
         still_world = not video.compressed
         return [self._window_motion(match, K, gate, still_world) for match in matches]
 
-    def moving_gate(self, matches: list[_Correspondences]) -> float:
+    def moving_gate(self, matches: list[Correspondences]) -> float:
         """Coherent parallax (px) above which a window translated: ``gate_px``, raised on noisy
         or compressed video to ``noise_gate`` times its tracking noise (the median gap between
         chained and direct tracks over the video's windows)."""
@@ -394,95 +217,7 @@ class OpenCVPoseEstimator:
             return tracker
         return replace(tracker, fb_threshold=tracker.compressed_fb_threshold, dense_step=0)
 
-    def _correspondences(self, window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray,
-                         tracker: TrackerConfig, mask: np.ndarray | None = None) -> _Correspondences:
-        tracks = track_window(window, tracker, mask)
-        # corners on a smooth ramp or a straight edge of the plain frame (a plain sky's bands,
-        # foreshortened ground near the horizon) slide along it: contrast normalisation makes
-        # them trackable, not informative; under a turn they drag the fits towards "no turn"
-        ramp = _coherence_at(plain_first, tracks.first) > self.config.max_coherence
-        if ramp.any() and np.count_nonzero(~ramp) >= self.config.min_tracks:
-            tracks = tracks.subset(~ramp)
-        x1, x2 = geo.compute_bearings(tracks.first, K), geo.compute_bearings(tracks.last, K)
-        inside = self.inside_tracks(tracks, window[0].shape)
-        if len(x1) < self.config.min_tracks:
-            return _Correspondences(tracks, x1, x2, np.eye(3), 0.0, 0.0, inside, None, None)
-        focal = K[0, 0]
-        R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
-        residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
-        tensors = _structure_at(window[0], tracks.first, self.config.tracker.win_size)
-        coherent_px = self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside))
-        fixed_px = self.steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, smooth=False)
-        rotation_px = self.window_parallax(tracks.first[inside], residual_px[inside])
-        R_e, t_e = _essential_pose(tracks, K, self.config)
-        return _Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e, fixed_px)
-
-    def parallax_of(self, lengths: np.ndarray) -> float:
-        """The window's parallax from per-track steady lengths: their ``parallax_quantile``."""
-        return float(np.quantile(lengths, self.config.parallax_quantile)) if len(lengths) > 1 else 0.0
-
-    def steady_parallax(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
-                        tensors: np.ndarray, inside: np.ndarray) -> float:
-        """The window's parallax (px) left by the rotation-only fit ``R_rot``: the
-        ``parallax_quantile`` of :meth:`steady_lengths` over the tracks clear of the border."""
-        return self.parallax_of(self.steady_lengths(tracks, x1, R_rot, K, tensors, inside))
-
-    def steady_lengths(self, tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
-                       tensors: np.ndarray, inside: np.ndarray,
-                       smooth: bool = True) -> np.ndarray:
-        """Per track clear of the border, the parallax (px) left by the rotation-only fit ``R_rot``,
-        counting only what moves steadily through the window: each track's rotation-compensated
-        position at every frame (the rotation spread evenly over the window, as a latent's action
-        holds), aperture weighted and replaced by its neighbourhood median, then its net
-        displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Without
-        ``smooth``, each track on its own (no neighbourhood median).
-
-        A translation moves content steadily, frame after frame; a generated video's wobble,
-        tracking noise and compression blocks move it back and forth, and their net
-        displacement over the window is about as large as one frame's. Counted whole, that would
-        read as a slow translation, and the calibrated threshold would sit above slow moves past
-        mostly distant content."""
-        focal = K[0, 0]
-        points = tracks.first[inside]
-        hops = len(tracks.path) - 1
-        spin = geo.rotation_vector(R_rot)
-        residuals = []
-        for k in range(1, hops + 1):
-            xk = geo.compute_bearings(tracks.path[k], K)
-            residual = geo.compensated_displacement(x1, xk, geo.rodrigues(spin * k / hops)) * focal
-            residuals.append(geo.aperture_weighted(residual, tensors)[inside])
-        values = np.concatenate(residuals, axis=1)
-        if smooth:  # one neighbourhood median for all frames (it is taken per component)
-            values = geo.neighbour_median(points, values, self.config.parallax_neighbours)
-        frames = values.reshape(len(points), hops, 2).swapaxes(0, 1)
-        trajectory = np.concatenate([np.zeros((1, len(points), 2)), frames])
-        return geo.steady_length(trajectory, self.config.unsteady_weight)
-
-    def window_parallax(self, points: np.ndarray, residuals: np.ndarray) -> float:
-        """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
-        residual motion (:func:`geometry.coherent_parallax`), over the tracks clear of the
-        border (:meth:`inside_tracks`).
-
-        A high quantile, not the median: on open scenes most tracks may sit on sky and distant
-        hills that move with the rotation alone, and a translation shows only on the nearer
-        part of the frame, whichever way the camera moves (forward, the ground at the bottom
-        of the frame streams past although the middle barely moves)."""
-        return geo.coherent_parallax(points, residuals, self.config.parallax_neighbours, self.config.parallax_quantile)
-
-    def inside_tracks(self, tracks: WindowTracks, shape: tuple[int, ...]) -> np.ndarray:
-        """Tracks whose patch stays clear of the image border in the first and last frame (all
-        of them when too few are): patches that leave the picture drag."""
-        margin = self.config.tracker.win_size // 2 + 1
-        height, width = shape[:2]
-        inside = np.ones(len(tracks.first), bool)
-        for points in (tracks.first, tracks.last):
-            inside &= (points[:, 0] >= margin) & (points[:, 0] <= width - 1 - margin)
-            inside &= (points[:, 1] >= margin) & (points[:, 1] <= height - 1 - margin)
-        if np.count_nonzero(inside) < self.config.min_tracks:
-            inside[:] = True
-        return inside
-
-    def _level_motion(self, match: _Correspondences,
+    def _level_motion(self, match: Correspondences,
                       scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Rotation, signed unit translation, inlier mask and Sampson residuals (normalised
         units) of the 4-DoF fit, refined from
@@ -503,7 +238,7 @@ class OpenCVPoseEstimator:
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
         return R, sign * t_dir, inliers, residuals
 
-    def independent_motion(self, match: _Correspondences, gate: float) -> np.ndarray | None:
+    def independent_motion(self, match: Correspondences, gate: float) -> np.ndarray | None:
         """The tracks of the still world when what moves in the window moves on its own (people,
         animals, vehicles before a camera that does not translate); None otherwise.
 
@@ -537,7 +272,7 @@ class OpenCVPoseEstimator:
         return replace(motion, mover_share=mover_share, undecided=undecided,
                        confidence=0.0 if undecided else motion.confidence)
 
-    def _window_motion(self, match: _Correspondences, K: np.ndarray, gate: float,
+    def _window_motion(self, match: Correspondences, K: np.ndarray, gate: float,
                        still_world: bool = True) -> WindowMotion:
         config = self.config
         num_tracks = len(match.x1)
@@ -556,7 +291,7 @@ class OpenCVPoseEstimator:
         R_level, t_dir, inliers, sampson = self._level_motion(match, scale)
         # only the parallax a translation explains counts: what the 4-DoF fit leaves too is the
         # content warping (a generated video's wobble), not the camera moving
-        unexplained_px = self.window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal)
+        unexplained_px = window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal, config)
         parallax = match.coherent_px * geo.explained_share(unexplained_px, match.rotation_px,
                                                             config.unexplained_weight)
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the

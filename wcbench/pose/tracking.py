@@ -7,10 +7,10 @@ track that merely fails it (near foliage under a fast turn it keeps too few trac
 the translation direction).
 
 Beside the corners, on video without a coding grid, a regular grid of points is tracked with
-dense optical flow (DIS) as the guess and Lucas-Kanade as the judge (:func:`track_dense`,
-estimator version 9): corners gather on strong texture, often on a few objects at one depth,
-while the ground of an open scene, whose parallax tells a slow move from a turn, has faint
-grain that yields few corners but carries a flow.
+dense optical flow (DIS) as the guess and Lucas-Kanade as the judge (:func:`track_dense`):
+corners gather on strong texture, often on a few objects at one depth, while the ground of an
+open scene, whose parallax tells a slow move from a turn, has faint grain that yields few
+corners but carries a flow.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class TrackerConfig:
     hop_max_level: int = 2  # frame-to-frame hops move less; one level fewer saves a third of the time
     fb_threshold: float = 0.5  # forward-backward round trip, px
     # ... on video with a coding grid: blocks that differ from frame to frame cost fast-moving near
-    # texture its round trip at 0.5 px, which left only far tracks (versions 1-6)
+    # texture its round trip at 0.5 px, which leaves only far tracks
     compressed_fb_threshold: float = 2.0
     refine_agreement: float = 1.0  # px between a direct re-track and the chain that still agree
     # dense tracks (px of the flow image: the working image shrunk to a long side of dense_max_side)
@@ -163,12 +163,12 @@ def track_corners(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarr
 
 def track_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
     """(F, N, 2) paths (working-image px) of grid points through the window: :func:`chain_dense`,
-    then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`, estimator
-    version 11): a point is kept only where it comes home and lands within ``refine_agreement``
-    px of the chain's end, and ends where the direct re-track lands. Stricter than the corners'
-    rule (which keeps a chain whose direct re-track fails): grid points are plentiful, and half of
-    those the check drops had drifted over 1 px by the window's end, against 8 % of those it
-    keeps (clean terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
+    then, as for the corners, a direct first-to-last re-track (:func:`direct_retrack`): a point
+    is kept only where it comes home and lands within ``refine_agreement`` px of the chain's end,
+    and ends where the direct re-track lands. Stricter than the corners' rule (which keeps a
+    chain whose direct re-track fails): grid points are plentiful, and half of those the check
+    drops had drifted over 1 px by the window's end, against 8 % of those it keeps (clean
+    terrain and street renders at 160 px, ``benchmarks/bench_tracks.py``)."""
     path = chain_dense(grays, config, mask)
     if len(grays) < 3 or path.shape[1] == 0:
         return path

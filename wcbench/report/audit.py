@@ -20,7 +20,8 @@ from typing import Iterator
 
 import numpy as np
 
-from wcbench.core.actions import Thresholds, parse_script
+from wcbench.core.actions import parse_script
+from wcbench.core.camera import Thresholds
 from wcbench.core.video import VIDEO_SUFFIXES, VideoReadError, VideoSource
 from wcbench.pose import build_estimator
 from wcbench.run.pool import map_scored

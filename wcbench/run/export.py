@@ -21,7 +21,8 @@ from typing import Callable, Sequence
 import cv2
 
 from wcbench.core import controls
-from wcbench.core.actions import intrinsics_from_fov, label_name, script_trajectory
+from wcbench.core.actions import label_name
+from wcbench.core.camera import intrinsics_from_fov, script_trajectory
 from wcbench.core.ids import id_path
 from wcbench.core.storage import csv_text, remove_partials, write_json, write_text
 from wcbench.data.suite import Case, Suite

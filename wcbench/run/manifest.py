@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Callable
 
 import wcbench
-from wcbench.core.actions import ScriptError, StepSizes, parse_script, script_trajectory
+from wcbench.core.actions import ScriptError, parse_script
+from wcbench.core.camera import StepSizes, script_trajectory
 from wcbench.core.ids import id_path, id_problem
 from wcbench.core.storage import atomic_path
 from wcbench.core.video import VideoReadError, VideoSource
@@ -43,7 +44,6 @@ from wcbench.scoring.record import CaseRecord, load_record, record_path, save_re
 
 REQUIRED = ("id", "video", "actions")
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
-SUITE_COLUMNS = ("suite", "suite_hash")
 
 
 class ManifestError(ValueError):

@@ -29,23 +29,13 @@ frame off). ``FollowingResult.step_accuracy("mean")`` in compat mode is a per-la
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from wcbench.core.actions import (
-    FRAMES_PER_LATENT,
-    label_hits,
-    NUM_ROTATION,
-    Script,
-    Thresholds,
-    classify_relative_pose,
-    clip_step_ranges,
-    euler_yaw_pitch_deg,
-    relative_pose,
-    yaw_pitch_deg,
-)
+from wcbench.core.actions import FRAMES_PER_LATENT, NUM_ROTATION, Script, clip_step_ranges, label_hits
+from wcbench.core.camera import Thresholds, classify_relative_pose, euler_yaw_pitch_deg, relative_pose, yaw_pitch_deg
 
 COMPAT_MODE = "worldcompass-compat"
 MODES = ("default", COMPAT_MODE)
@@ -87,9 +77,6 @@ class FollowingResult:
         else:
             raise ValueError(f"accuracy variant must be 'full' or 'mean', got {variant!r}")
         return hits.reshape(-1, FRAMES_PER_LATENT).mean(axis=1)
-
-    def clip_dicts(self) -> list[dict]:
-        return [asdict(clip) | {"frames": list(clip.frames)} for clip in self.per_clip]
 
 
 def commanded_labels(script: Script) -> np.ndarray:

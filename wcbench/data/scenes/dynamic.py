@@ -86,7 +86,3 @@ class Dynamics:
     movers: tuple[Mover, ...] = ()
     ponds: tuple[Pond, ...] = ()
     cloud_drift: float = 0.0  # radians of azimuth the clouds travel per frame
-
-    @property
-    def is_static(self) -> bool:
-        return not self.movers and not self.ponds and self.cloud_drift == 0.0

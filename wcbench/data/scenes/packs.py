@@ -21,7 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.core.actions import intrinsics_from_fov, script_trajectory
+from wcbench.core.camera import intrinsics_from_fov, script_trajectory
 from wcbench.data.scenes.synthetic import Scene, build_scene
 
 PACKS = ("synthetic", "images")

@@ -2,7 +2,7 @@
 read detail as noise, and the orderings it must get right.
 
 - ``damage(frames, kind, level)``: Gaussian blur (sigma), pixel noise (sigma, grey levels), JPEG
-  (quality) as ``wcbench.pose.calibration.degrade`` applies them, and brightness flicker (every
+  (quality) as ``wcbench.pose.calibration_videos.degrade`` applies them, and brightness flicker (every
   frame shifted by -level, 0 or +level grey levels at random). ``DAMAGE_LEVELS`` lists the
   levels checked.
 - ``gradual(frames, kind, step, clip_frames)``: damage that grows clip by clip after the start
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from wcbench.pose.calibration import DegradationSettings, degrade
+from wcbench.pose.calibration_videos import DegradationSettings, degrade
 from wcbench.scoring.case import ClipView, Scorers, score_clip_quality
 
 DAMAGE_LEVELS: dict[str, tuple[float, ...]] = {

@@ -1,6 +1,6 @@
 """Why the estimator reads a render wrong, window by window: short of data, or short of fit?
 
-    OMP_NUM_THREADS=1 python benchmarks/diagnose_windows.py [--seed 8008] [--family room] [--track combined]
+    OMP_NUM_THREADS=1 python -m experiments.diagnose_windows [--seed 8008] [--family room] [--track combined]
         [--degrade jpeg] [--size 160]
 
 Renders one held-out case (as ``bench_estimator.py`` does), degrades it and,
@@ -23,14 +23,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from bench_estimator import HELD_OUT, accuracy
-from wcbench.core.actions import label_name, parse_script, relative_pose
+from wcbench.core.actions import label_name, parse_script
+from wcbench.core.camera import relative_pose
 from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
-from wcbench.pose.calibration import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
+from wcbench.pose.calibration_videos import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
 from wcbench.pose.opencv import _even_subset
+from wcbench.pose.parallax import measure_window
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES
+
+from benchmarks.bench_estimator import HELD_OUT, accuracy
 
 
 def main() -> None:
@@ -57,8 +60,8 @@ def main() -> None:
     focal = K_work[0, 0]
     scale = config.robust_px / focal
     windows = latent_windows(len(frames))
-    matches = [estimator._correspondences(video.tracked[first:last + 1], video.plain[first], K_work,
-                                            estimator.tracker_for(video))
+    matches = [measure_window(video.tracked[first:last + 1], video.plain[first], K_work, estimator.tracker_for(video),
+                              config)
                for first, last in windows]
     gate = estimator.moving_gate(matches)
     print(f"{args.family} scene {args.seed}, {args.track}, {args.degrade}, {args.size} px: moving gate {gate:.2f} px")
