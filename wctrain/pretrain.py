@@ -46,7 +46,7 @@ from wctrain.checkpoint import publish_checkpoint
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
 from wctrain.models.base import draw_noise
 from wctrain.models.registry import build_trainable, load_weights, save_model
-from wctrain.sampling import add_noise
+from wctrain.models.sampling import add_noise
 
 __all__ = ["Batch", "DataConfig", "PretrainConfig", "TrainConfig", "flow_matching_loss", "load_pretrain_config",
            "pretrain", "render_dataset", "render_latent_trajectory", "sample_batch", "TrajectoryData"]

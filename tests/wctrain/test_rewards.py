@@ -12,7 +12,7 @@ from wcbench.core.actions import Action, StepSizes, intrinsics_from_fov, parse_s
 from wcbench.core.video import write_video
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
-from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
+from wctrain.rl.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)
 
 SCRIPT = parse_script("w-3, w+left-4, d+up-4, s+right-2")
