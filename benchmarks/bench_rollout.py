@@ -6,8 +6,8 @@ For an N-clip episode and G candidates of its last clip (target index N - 1), a 
 rollout generates the prefix once and then G candidates: N + G - 1 clip generations. A
 sample-level rollout generates G whole videos: N * G. The theoretical ratio is
 (N * G) / (N + G - 1) (64 / 15 = 4.27 for N = G = 8). Both rollouts run exactly as the
-trainer calls them (``wctrain.rollout``), on the shipped tinywm and a wc-mini-sized
-episode; the best of ``--repeats`` timings is used.
+trainer calls them (``wctrain.rl.rollout``, ``wctrain.experimental.sample_rollout``), on the
+shipped tinywm and a wc-mini-sized episode; the best of ``--repeats`` timings is used.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import torch
 
 from wcbench.data.suite import load_suite
 from wctrain.config import RLConfig
-from wctrain.episodes import sample_episode
+from wctrain.experimental.sample_rollout import rollout_sample_level
 from wctrain.models.tinywm import load_tinywm
-from wctrain.rollout import rollout_clip_level, rollout_sample_level
+from wctrain.rl.episodes import sample_episode
+from wctrain.rl.rollout import rollout_clip_level
 
 
 def best_time(fn, repeats: int) -> tuple[float, object]:

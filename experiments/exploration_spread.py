@@ -27,11 +27,11 @@ from wcbench.data.scenes.packs import synthetic_world
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wctrain.config import RLConfig
-from wctrain.episodes import sample_episode
-from wctrain.exploration import Exploration
 from wctrain.models.tinywm import load_tinywm
-from wctrain.rewards import FollowingReward
-from wctrain.rollout import Episode, rollout_clip_level
+from wctrain.rl.episodes import sample_episode
+from wctrain.rl.exploration import Exploration
+from wctrain.rl.rewards import FollowingReward
+from wctrain.rl.rollout import Episode, rollout_clip_level
 
 from experiments.per_label_following import STRAFE_YAW
 

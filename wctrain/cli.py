@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
             console.print(f"exported {pretrain(cfg)}")
         else:
-            from wctrain.trainer import train
+            from wctrain.rl.trainer import train
 
             console.print(f"run folder {train(cfg)}")
     except KeyboardInterrupt:

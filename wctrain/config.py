@@ -16,10 +16,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from wctrain.schedule import accumulation_plan
+from wctrain.rl.schedule import accumulation_plan
 
 CONF_DIR = Path(__file__).parent / "conf"
-STD_SCOPES = ("group", "global")  # reward.std_scope (wctrain.advantages.AdvantageConfig.std_scope)
+STD_SCOPES = ("group", "global")  # reward.std_scope (wctrain.rl.advantages.AdvantageConfig.std_scope)
 
 ROLLOUTS = ("clip", "sample")  # sample: G whole videos (the paper's sample-level ablation)
 LOSSES = ("nft", "rwr")        # rwr: reward-weighted regression (the paper's ablation)

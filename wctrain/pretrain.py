@@ -10,20 +10,19 @@ ones and RL has something to fix.
 Loop: sample windows (context latents + a clip of latents) -> noise them at random flow times
 (one per latent for a model that generates latent by latent, one per clip for a model that
 denoises the whole clip jointly, as each samples) -> teacher-forced velocity -> sigma^2-weighted
-squared error to ``noise - x0`` (the clean latent's squared error) -> AdamW step -> EMA -> log
--> checkpoint.
-Checkpoints are written atomically every ``checkpoint_every`` steps and a rerun of the same
+squared error to ``noise - x0`` (the clean latent's squared error) -> AdamW step -> EMA
+(:class:`wctrain.rl.policy.EMA`, decay 0 during the warm-up) -> log -> checkpoint.
+Checkpoints are written every ``checkpoint_every`` steps as ``wctrain train`` writes them
+(:mod:`wctrain.checkpoint`: ``accelerator.save_state``, atomically), and a rerun of the same
 command resumes from the latest one. The EMA weights are what gets exported.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +32,8 @@ import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
@@ -42,11 +43,12 @@ from wcbench.core.camera import intrinsics_from_fov, script_trajectory
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, generate_script, load_suite
 from wcbench.data.scenes.synthetic import RENDERER_VERSION, build_scene, render_frames
-from wctrain.checkpoint import publish_checkpoint
+from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
 from wctrain.config import DataConfig, PretrainConfig, TrainConfig, load_config, to_pretrain_config
 from wctrain.models.base import draw_noise
-from wctrain.models.registry import build_trainable, load_weights, save_model
-from wctrain.sampling import add_noise
+from wctrain.models.registry import build_trainable, save_model
+from wctrain.models.sampling import add_noise
+from wctrain.rl.policy import EMA, DecaySchedule
 
 __all__ = ["Batch", "DataConfig", "PretrainConfig", "TrainConfig", "flow_matching_loss", "load_pretrain_config",
            "pretrain", "render_dataset", "render_latent_trajectory", "sample_batch", "TrajectoryData"]
@@ -239,52 +241,37 @@ def lr_at(step: int, train: TrainConfig) -> float:
     return train.lr * (train.min_lr_ratio + (1 - train.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-# ---------------------------------------------------------------- checkpoints
+# ---------------------------------------------------------------- resuming
 
 @dataclass
-class TrainState:
-    model: nn.Module
-    ema: nn.Module
-    optimizer: torch.optim.Optimizer
+class PretrainState:
+    """What resumes pretraining besides the weights, the optimiser and the EMA (which
+    ``accelerator.save_state`` writes itself): the step, the time spent and the two random streams."""
+
     batch_rng: np.random.Generator
     noise_generator: torch.Generator
     step: int = 0
     elapsed_s: float = 0.0
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "elapsed_s": self.elapsed_s, "batch_rng": self.batch_rng.bit_generator.state,
+                "noise_generator": self.noise_generator.get_state()}
 
-def save_checkpoint(run_dir: Path, state: TrainState, spec: str, options: dict, keep: int = 2) -> Path:
-    """Write ``checkpoint-<step>/`` atomically (temp folder + rename), then point ``latest`` at it."""
-    final = run_dir / f"checkpoint-{state.step:07d}"
-    tmp = Path(tempfile.mkdtemp(prefix=".checkpoint-", dir=run_dir))
-    save_model(state.model, tmp / "model", spec, options)
-    save_model(state.ema, tmp / "ema", spec, options)
-    torch.save({"optimizer": state.optimizer.state_dict(), "step": state.step, "elapsed_s": state.elapsed_s,
-                "batch_rng": state.batch_rng.bit_generator.state,
-                "noise_generator": state.noise_generator.get_state()}, tmp / "training_state.pt")
-    publish_checkpoint(tmp, final, run_dir, keep)
-    return final
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.batch_rng.bit_generator.state = state["batch_rng"]
+        self.noise_generator.set_state(state["noise_generator"])
+        self.step, self.elapsed_s = int(state["step"]), float(state["elapsed_s"])
 
 
-def load_checkpoint(run_dir: Path, state: TrainState) -> bool:
-    """Restore ``state`` from the latest checkpoint in ``run_dir``; False when there is none."""
-    pointer = run_dir / "latest"
-    if not pointer.exists():
-        return False
-    folder = run_dir / pointer.read_text().strip()
-    load_weights(state.model, folder / "model")
-    load_weights(state.ema, folder / "ema")
-    stored = torch.load(folder / "training_state.pt", weights_only=False)
-    state.optimizer.load_state_dict(stored["optimizer"])
-    state.batch_rng.bit_generator.state = stored["batch_rng"]
-    state.noise_generator.set_state(stored["noise_generator"])
-    state.step, state.elapsed_s = stored["step"], stored["elapsed_s"]
-    return True
-
-
-@torch.no_grad()
-def update_ema(ema: nn.Module, model: nn.Module, decay: float) -> None:
-    for ema_param, param in zip(ema.parameters(), model.parameters()):
-        ema_param.lerp_(param, 1.0 - decay)
+def build_accelerator(train: TrainConfig) -> Accelerator:
+    """One process, on the GPU (``train.device=auto`` where there is one) or the CPU, in full precision."""
+    # accelerate keeps its settings process-wide: start from none (a train() before it in this process)
+    AcceleratorState._reset_state()
+    GradientState._reset_state()
+    accelerator = Accelerator(cpu=not (train.device == "auto" and torch.cuda.is_available()), mixed_precision="no")
+    if accelerator.num_processes > 1:
+        raise ValueError("wctrain pretrain runs in one process; start it without `accelerate launch`")
+    return accelerator
 
 
 @torch.no_grad()
@@ -308,16 +295,17 @@ def pretrain(cfg: Any) -> Path:
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     console = Console(stderr=True)
+    accelerator = build_accelerator(train)
     torch.manual_seed(train.seed)  # weight initialisation
 
-    # 1. setup: model, EMA copy, optimiser, data, random streams
-    device = torch.device("cuda" if train.device == "auto" and torch.cuda.is_available() else "cpu")
-    model = build_trainable(cfg.model, cfg.model_options).to(device).train()
-    ema = copy.deepcopy(model).requires_grad_(False)
+    # 1. setup: model, EMA copy, optimiser (prepared), data, random streams
+    model = build_trainable(cfg.model, cfg.model_options).to(accelerator.device).train()
+    ema = EMA(model, DecaySchedule(train.ema_decay, ramp=None, flat_steps=train.warmup_steps))
     optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
-    state = TrainState(model, ema, optimizer, np.random.default_rng([train.seed, 1]),
-                       torch.Generator().manual_seed(train.seed))
     write_json(run_dir / "config.json", asdict(cfg) | {"model_config": dict(getattr(model, "config", {}))})
+    model, optimizer = accelerator.prepare(model, optimizer)
+    state = PretrainState(np.random.default_rng([train.seed, 1]), torch.Generator().manual_seed(train.seed))
+    accelerator.register_for_checkpointing(ema, state)
 
     def progress_bar() -> Progress:
         return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -331,9 +319,9 @@ def pretrain(cfg: Any) -> Path:
     val_rng = np.random.default_rng(4321)
     val_batches = [sample_batch(val_data, val_rng, train.batch_size, train.clip_latents,
                                 model.context_latents) for _ in range(4)]
-    if load_checkpoint(run_dir, state):
+    if load_checkpoint(accelerator, run_dir):
+        truncate_metrics(run_dir, state.step)
         console.print(f"resumed {run_dir} at step {state.step}")
-    metrics_path = run_dir / "metrics.jsonl"
 
     # 2. loop: batch -> loss -> step -> EMA -> log -> checkpoint
     started = time.perf_counter() - state.elapsed_s
@@ -348,10 +336,10 @@ def pretrain(cfg: Any) -> Path:
             loss = flow_matching_loss(model, batch, state.noise_generator, train.context_noise,
                                       train.logit_normal_mean, train.logit_normal_std)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
+            accelerator.backward(loss)
+            accelerator.clip_grad_norm_(model.parameters(), train.grad_clip)
             optimizer.step()
-            update_ema(ema, model, train.ema_decay if state.step >= train.warmup_steps else 0.0)
+            ema.update(accelerator.unwrap_model(model))
             state.step += 1
             state.elapsed_s = time.perf_counter() - started
             running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
@@ -364,23 +352,22 @@ def pretrain(cfg: Any) -> Path:
             is_last = state.step == train.steps or is_out_of_time
             if state.step % train.val_every == 0 or is_last:
                 record = record or {"step": state.step, "loss_avg": running, "elapsed_s": round(state.elapsed_s, 1)}
-                record["val_loss_ema"] = validation_loss(ema, val_batches, train.logit_normal_mean)
+                record["val_loss_ema"] = validation_loss(ema.module, val_batches, train.logit_normal_mean)
                 progress.console.print(f"step {state.step}: train {running:.4f}  val(EMA) {record['val_loss_ema']:.4f}")
             if record:
-                with metrics_path.open("a") as handle:
-                    handle.write(json.dumps(record) + "\n")
+                append_metrics(run_dir, record)
             if state.step % train.checkpoint_every == 0 or is_last:
-                save_checkpoint(run_dir, state, cfg.model, cfg.model_options)
+                save_checkpoint(accelerator, run_dir, state.step)
             if is_out_of_time:
                 progress.console.print(f"time limit {train.time_limit_min} min reached at step {state.step}")
                 break
 
     # 3. export the EMA weights
     export = Path(cfg.export_dir) if cfg.export_dir else run_dir / "final"
-    save_model(ema, export, cfg.model, cfg.model_options)
+    save_model(ema.module, export, cfg.model, cfg.model_options)
     write_json(export / "pretrain_info.json", {
         "steps": state.step, "elapsed_s": round(state.elapsed_s, 1), "final_loss_avg": running,
-        "val_loss_ema": validation_loss(ema, val_batches, train.logit_normal_mean), "config": asdict(cfg),
+        "val_loss_ema": validation_loss(ema.module, val_batches, train.logit_normal_mean), "config": asdict(cfg),
         "torch_threads": torch.get_num_threads()})
     console.print(f"exported EMA weights to {export}")
     return export

@@ -13,10 +13,10 @@ import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
-from wctrain.loss import VelocityField
 from wctrain.models.tinywan import TinyWan
-from wctrain.policy import EMA, DecaySchedule
-from wctrain.trainable import select_trainable
+from wctrain.rl.loss import VelocityField
+from wctrain.rl.policy import EMA, DecaySchedule
+from wctrain.rl.trainable import select_trainable
 
 TINY = dict(height=16, width=16, token_patch=2, dim=32, ffn_dim=64, heads=2, layers=2)
 

@@ -135,6 +135,18 @@ def test_wcbench_never_imports_wctrain():
     assert not offenders, offenders
 
 
+def test_wctrain_models_stand_alone_and_the_ablations_stay_aside():
+    """wctrain's models import no training code, and only the two dispatches import the ablations."""
+    training = ("wctrain.rl", "wctrain.experimental", "wctrain.pretrain", "wctrain.checkpoint")
+    from_models = [(m, t) for m, (top, inner) in IMPORTS.items() if m.startswith("wctrain.models")
+                   for t in top + inner if t.startswith(training)]
+    assert not from_models, from_models
+    dispatches = {"wctrain.rl.trainer", "wctrain.rl.loss"}
+    of_ablations = [(m, t) for m, (top, inner) in IMPORTS.items() if not m.startswith("wctrain.experimental")
+                    and m not in dispatches for t in top + inner if t.startswith("wctrain.experimental")]
+    assert not of_ablations, of_ablations
+
+
 def test_wcbench_imports_follow_the_flow():
     """A stage imports only from itself and the stages before it (lazy imports included)."""
     unplaced = [m for m in MODULES if m.startswith("wcbench") and stage(m) is None]

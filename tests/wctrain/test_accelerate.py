@@ -13,7 +13,7 @@ import torch
 
 from wctrain.cli import load_config
 from wctrain.config import CONF_DIR
-from wctrain.trainer import train
+from wctrain.rl.trainer import train
 
 PLUGINS = Path(__file__).parents[1] / "plugins"
 TINYWAN = ["model=tinywan", "+model_options.checkpoint=null", "+model_options.height=32", "+model_options.width=32",

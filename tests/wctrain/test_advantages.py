@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from wctrain.advantages import (AdvantageConfig, best_of_n, compute_advantages, compute_group_advantages,
+from wctrain.rl.advantages import (AdvantageConfig, best_of_n, compute_advantages, compute_group_advantages,
                                 compute_latent_advantages, group_normalize, to_r)
 
 

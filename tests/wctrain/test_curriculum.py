@@ -1,10 +1,10 @@
-"""The label curriculum: running IF per label and episode choice (wctrain.curriculum)."""
+"""The label curriculum: running IF per label and episode choice (wctrain.rl.curriculum)."""
 
 import numpy as np
 import pytest
 
 from wcbench.core.actions import NUM_LABELS, Action, parse_script
-from wctrain.curriculum import (PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask,
+from wctrain.rl.curriculum import (PRIOR_ACCURACY, clip_labels, episode_weights, initial_label_accuracy, label_mask,
                                 label_scores, update_label_accuracy)
 
 FORWARD, STRAFE_TURN, TURN = Action(forward=1).label, Action(right=1, yaw=1).label, Action(yaw=-1).label
@@ -48,7 +48,7 @@ def test_spread_scores_labels_a_group_can_learn_from():
 def test_focused_sampler_visits_the_failing_labels_more_often():
     from wcbench.data.suite import load_suite
     from wctrain.config import RLConfig
-    from wctrain.episodes import sample_episode
+    from wctrain.rl.episodes import sample_episode
 
     suite = load_suite("wc-mini")
     failing = {Action(forward=f, right=r, yaw=y).label for f, r in ((0, 1), (0, -1)) for y in (1, -1)}

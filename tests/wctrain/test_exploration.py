@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from wcbench.core.actions import NUM_LABELS, Action
-from wctrain.exploration import Exploration, build_exploration, exploring, supports_exploration
+from wctrain.rl.exploration import Exploration, build_exploration, exploring, supports_exploration
 
 
 def probe(make_small_tinywm, batch: int):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from wctrain.nft import nft_loss, rwr_loss, subsample_timesteps, target_velocity
-from wctrain.sampling import add_noise, euler_step
+from wctrain.experimental.rwr import rwr_loss
+from wctrain.models.sampling import add_noise, euler_step
+from wctrain.rl.nft import nft_loss, subsample_timesteps, target_velocity
 
 SHAPE = (3, 2, 1, 2, 2)  # (B, T, C, H, W), tiny
 

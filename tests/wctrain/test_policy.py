@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from wctrain.policy import EMA, DecaySchedule, build_frozen_copy, decay_schedule
+from wctrain.rl.policy import EMA, DecaySchedule, build_frozen_copy, decay_schedule
 
 
 def tiny_model(seed: int = 0) -> nn.Module:

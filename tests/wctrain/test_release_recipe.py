@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from wctrain.advantages import compute_advantages, compute_pooled_std
 from wctrain.cli import load_config
 from wctrain.config import to_trainer_config
-from wctrain.policy import EMA
-from wctrain.schedule import accumulation_plan
-from wctrain.trainer import advantage_config, old_policy_schedule, train
+from wctrain.rl.advantages import compute_advantages, compute_pooled_std
+from wctrain.rl.policy import EMA
+from wctrain.rl.schedule import accumulation_plan
+from wctrain.rl.trainer import advantage_config, old_policy_schedule, train
 
 RECIPE = ["recipe=worldcompass-release"]
 

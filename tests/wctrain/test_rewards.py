@@ -13,7 +13,7 @@ from wcbench.core.camera import StepSizes, intrinsics_from_fov, trajectory_from_
 from wcbench.core.video import write_video
 from wcbench.data.scenes.synthetic import build_scene, render_frames
 from wcbench.scoring.case import Scorers, clip_view
-from wctrain.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
+from wctrain.rl.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)
 
 SCRIPT = parse_script("w-3, w+left-4, d+up-4, s+right-2")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from diffusers import FlowMatchEulerDiscreteScheduler
 
-from wctrain.sampling import add_noise, euler_step, flow_sigmas, predict_x0, sample_ode, stochastic_step
+from wctrain.models.sampling import add_noise, euler_step, flow_sigmas, predict_x0, sample_ode, stochastic_step
 
 
 @pytest.mark.parametrize("num_steps,shift", [(1, 1.0), (4, 1.0), (4, 3.0), (8, 5.0), (25, 2.0)])

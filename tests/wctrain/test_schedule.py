@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wctrain.schedule import accumulation_plan, count_clip_generations, reachable_clips, target_clip
+from wctrain.rl.schedule import accumulation_plan, count_clip_generations, reachable_clips, target_clip
 
 
 def test_cycle_visits_every_clip_in_turn():

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from wcbench.core.actions import Action
-from wctrain.exploration import Exploration, exploring, supports_exploration
 from wctrain.models.base import TrainableWorldModel, actions_to_tensor, sample_clip
 from wctrain.models.tinywan import SHIPPED_CHECKPOINT, TinyWan, load_tinywan
+from wctrain.rl.exploration import Exploration, exploring, supports_exploration
 
 TINY = dict(height=16, width=16, token_patch=2, dim=32, ffn_dim=64, heads=2, layers=2, num_inference_steps=3)
 

@@ -165,7 +165,7 @@ def test_pretrain_resumes_exactly(tmp_path):
     straight = pretrain(load_pretrain_config(overrides + [f"run_dir={tmp_path / 'a'}", "train.steps=4"]))
     pretrain(load_pretrain_config(overrides + [f"run_dir={tmp_path / 'b'}", "train.steps=2"]))
     resumed = pretrain(load_pretrain_config(overrides + [f"run_dir={tmp_path / 'b'}", "train.steps=4"]))
-    assert (tmp_path / "b" / "latest").read_text().strip() == "checkpoint-0000004"
+    assert (tmp_path / "b" / "latest").read_text().strip() == "step-000004"
     a, b = TinyWM.from_pretrained(straight), TinyWM.from_pretrained(resumed)
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0, msg=name)

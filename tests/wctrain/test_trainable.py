@@ -5,11 +5,11 @@ import torch
 
 from wcbench.core.actions import Action
 from wctrain.config import RLConfig
-from wctrain.loss import VelocityField, group_loss
 from wctrain.models.base import actions_to_tensor
-from wctrain.policy import build_frozen_copy
-from wctrain.rollout import GroupRollout
-from wctrain.trainable import names_module, optimizer_groups, resolve_trainable, select_trainable
+from wctrain.rl.loss import VelocityField, group_loss
+from wctrain.rl.policy import build_frozen_copy
+from wctrain.rl.rollout import GroupRollout
+from wctrain.rl.trainable import names_module, optimizer_groups, resolve_trainable, select_trainable
 
 
 @pytest.fixture()

@@ -18,7 +18,7 @@ from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
 from wctrain.cli import load_config, main
 from wctrain.models.tinywm import TinyWM
-from wctrain.trainer import train
+from wctrain.rl.trainer import train
 
 PLUGINS = Path(__file__).parents[1] / "plugins"
 
@@ -100,7 +100,7 @@ def test_no_reward_spread_warns_so_and_not_that_v_old_is_wrong(tiny_init, tmp_pa
     """IF only (the default) on a model that follows nothing: r = 1/2 everywhere, the gradient is
     exactly 0 and the weights never move, so v_theta = v_old is right; the warning must name the
     missing spread, not blame v_old (after 3 still steps here, 10 in a real run)."""
-    from wctrain.trainer import UpdateWatch
+    from wctrain.rl.watch import UpdateWatch
 
     monkeypatch.setattr(UpdateWatch, "patience", 3)
     with pytest.warns(UserWarning) as record:
@@ -248,8 +248,9 @@ def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
     from wcbench.core.actions import clip_step_ranges, parse_script
     from wcbench.core.camera import StepSizes, intrinsics_from_fov, script_trajectory
     from wcbench.data.scenes.synthetic import build_scene, render
+    from wctrain.experimental.sample_rollout import rollout_sample_level
     from wctrain.models.wcbench_adapter import TinyWMWorldModel, load_tinywm
-    from wctrain.rollout import Episode, rollout_clip_level, rollout_sample_level
+    from wctrain.rl.rollout import Episode, rollout_clip_level
 
     model = load_tinywm(tiny_init)
     script = parse_script("w+left-3, d-4")
@@ -272,7 +273,7 @@ def test_rollout_frames_are_what_wcbench_run_shows(tiny_init):
 def test_segment_steps_shape_training_scripts_and_settings_are_checked():
     from wcbench.data.suite import load_suite
     from wctrain.config import RewardConfig, RLConfig
-    from wctrain.episodes import sample_episode
+    from wctrain.rl.episodes import sample_episode
 
     suite = load_suite("wc-mini")
     for steps, longest in (((1, 1), 1), ((2, 6), 6)):

@@ -18,10 +18,10 @@ from wcbench.core.controls import to_worldplay_json
 from wcbench.data.suite import load_suite
 from wctrain.cli import load_config
 from wctrain.config import RLConfig, to_trainer_config
-from wctrain.curriculum import initial_label_accuracy
-from wctrain.episodes import sample_episode
-from wctrain.trainer import build_trajectory_mix, train
-from wctrain.trajectories import TrajectoryMix, TrajectorySet, load_trajectory_set
+from wctrain.rl.curriculum import initial_label_accuracy
+from wctrain.rl.episodes import sample_episode
+from wctrain.rl.trainer import build_trajectory_mix, train
+from wctrain.rl.trajectories import TrajectoryMix, TrajectorySet, load_trajectory_set
 
 THRESHOLDS = Thresholds(1e-4, 0.05)  # data.translation_threshold, data.rotation_threshold_deg defaults
 EPISODE_STEPS = 15                   # rl.episode_clips=4: 16 latents

@@ -23,7 +23,7 @@ benchmark's ``(T, H, W, 3)`` uint8, in one place.
 Optional capabilities, each used when present and never required:
 - ``action_embedding``: an ``nn.Embedding`` with one row per wcbench action label
   (``Action.label``, 81), called once per ``velocity`` on per-frame labels shaped ``(B, ...)``.
-  The trainer explores through it (:mod:`wctrain.exploration`) and gives it ``rl.lr``.
+  The trainer explores through it (:mod:`wctrain.rl.exploration`) and gives it ``rl.lr``.
 - ``trainable_modules``: the module paths ``rl.trainable=null`` trains (else every weight).
 - ``enable_gradient_checkpointing()``: called when ``gradient_checkpointing=true``.
 - diffusers ``ModelMixin``: exported with ``save_pretrained`` (others: a safetensors state dict).
@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from wcbench.core.actions import FRAMES_PER_LATENT, Action
-from wctrain.sampling import euler_step, stochastic_step
+from wctrain.models.sampling import euler_step, stochastic_step
 
 
 @runtime_checkable
@@ -67,7 +67,7 @@ class TrainableWorldModel(Protocol):
         (B,) or (B, L), given the context and per-frame actions (B, L * frames_per_latent, 4)."""
 
     def default_sigmas(self, num_inference_steps: int | None = None) -> torch.Tensor:
-        """The sampler's sigma schedule, from 1 down to 0 (e.g. :func:`wctrain.sampling.flow_sigmas`)."""
+        """The sampler's sigma schedule, from 1 down to 0 (e.g. :func:`wctrain.models.sampling.flow_sigmas`)."""
 
 
 PROTOCOL_MEMBERS = ("frames_per_latent", "latents_per_denoise", "context_latents", "resolution", "encode",
@@ -103,7 +103,7 @@ def sample_clip(model: TrainableWorldModel, prefix: torch.Tensor, actions: torch
     (same shape) replaces fresh noise from ``generator``. Latents are generated
     ``model.latents_per_denoise`` at a time, each group by a full Euler ODE over ``sigmas``
     conditioned on the prefix and the latents already made. ``eta > 0`` takes ancestral steps
-    (:func:`wctrain.sampling.stochastic_step`) with fresh noise from ``generator``.
+    (:func:`wctrain.models.sampling.stochastic_step`) with fresh noise from ``generator``.
     """
     fpl = model.frames_per_latent
     if actions.shape[1] % fpl:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from wcbench.core.actions import NUM_ROTATION, Action
-from wctrain.sampling import flow_sigmas
+from wctrain.models.sampling import flow_sigmas
 
 _SIGNS = (-1, 0, 1)
 # (sign + 1) pairs -> translation / rotation label, from wcbench's own action model

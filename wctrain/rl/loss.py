@@ -1,5 +1,6 @@
-"""One group's training loss: NFT (or RWR) on the selected candidates at a random subset of the
-sampler's timesteps, with fresh noise, ``v_old`` from the frozen old policy."""
+"""One group's training loss: NFT on the selected candidates at a random subset of the sampler's
+timesteps, with fresh noise, ``v_old`` from the frozen old policy (``rl.loss=rwr``: the
+ablation in :mod:`wctrain.experimental.rwr`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import torch
 from torch import nn
 
 from wctrain.config import RLConfig
+from wctrain.experimental.rwr import rwr_loss
 from wctrain.models.base import draw_noise
-from wctrain.nft import nft_loss, rwr_loss, subsample_timesteps
-from wctrain.rollout import GroupRollout
-from wctrain.sampling import add_noise
+from wctrain.models.sampling import add_noise
+from wctrain.rl.nft import nft_loss, subsample_timesteps
+from wctrain.rl.rollout import GroupRollout
 
 
 class VelocityField(nn.Module):
@@ -36,7 +38,7 @@ def _repeat(x: torch.Tensor, times: int) -> torch.Tensor:
 
 def group_loss(model: nn.Module, old: nn.Module, rollout: GroupRollout, r: torch.Tensor, selected: np.ndarray,
                sigmas: torch.Tensor, generator: torch.Generator, rl: RLConfig) -> tuple[torch.Tensor, float]:
-    """NFT (or RWR) loss of one group's selected candidates; returns (loss, mean |v_theta - v_old|).
+    """The ``rl.loss`` loss of one group's selected candidates; returns (loss, mean |v_theta - v_old|).
 
     ``model`` is the prepared :class:`VelocityField`, ``old`` the frozen old policy. ``r`` is
     ``(G,)`` (one per candidate) or ``(G, L)`` (per-latent credit: each latent of a candidate is
@@ -60,8 +62,8 @@ def group_loss(model: nn.Module, old: nn.Module, rollout: GroupRollout, r: torch
         latents = x0_all.shape[1]
         v_theta, v_old, x_t, x0_all = (x.flatten(0, 1)[:, None] for x in (v_theta, v_old, x_t, x0_all))
         sigma, r_all = sigma.repeat_interleave(latents), r_all.flatten()
-    if rl.loss == "nft":
-        loss = nft_loss(v_theta, v_old, x_t, x0_all, sigma, r_all, beta=rl.beta)
-    else:
+    if rl.loss == "rwr":  # the ablation: no old policy in the objective
         loss = rwr_loss(v_theta, x_t, x0_all, sigma, r_all)
+    else:
+        loss = nft_loss(v_theta, v_old, x_t, x0_all, sigma, r_all, beta=rl.beta)
     return loss.mean(), float((v_theta.detach() - v_old).abs().mean())

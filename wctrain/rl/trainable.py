@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from wctrain.exploration import action_embedding
+from wctrain.rl.exploration import action_embedding
 
 TRAIN_ALL = "all"  # rl.trainable=[all]: every weight
 

@@ -3,7 +3,7 @@
 Every draw comes from a generator seeded by (seed, step, group), so a resumed run repeats
 exactly what an uninterrupted one would do, and N processes with one group each draw what one
 process draws with N groups. With ``data.trajectories``, a share of the scripts are WorldPlay
-pose trajectories converted by the benchmark's rule (:mod:`wctrain.trajectories`).
+pose trajectories converted by the benchmark's rule (:mod:`wctrain.rl.trajectories`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from wcbench.core.actions import Script, parse_script
 from wcbench.data.suite import Suite, generate_script
 from wcbench.data.scenes.packs import synthetic_world
 from wctrain.config import RLConfig
-from wctrain.curriculum import clip_labels, episode_weights
-from wctrain.rollout import Episode
-from wctrain.trajectories import TrajectoryMix
+from wctrain.rl.curriculum import clip_labels, episode_weights
+from wctrain.rl.rollout import Episode
+from wctrain.rl.trajectories import TrajectoryMix
 
 
 def derive_seed(*parts: int) -> int:
@@ -34,8 +34,8 @@ def step_generator(seed: int, step: int, group: int, stream: int) -> torch.Gener
 
 def draw_script(rng: np.random.Generator, rl: RLConfig, suite: Suite, mix: TrajectoryMix | None) -> Script:
     """One episode's script: a pose trajectory's (a ``mix.share`` of episodes) or a generated one
-    (the combined track for ``rl.combined_fraction`` of those). Without ``mix`` the draws are
-    those of a trainer that has no trajectory setting (the same runs as before it)."""
+    (the combined track for ``rl.combined_fraction`` of those). Without ``mix`` no draw is spent
+    on trajectories: the episodes are those of the generated scripts alone."""
     script = mix.draw(rng) if mix is not None else None
     if script is not None:
         return script
@@ -51,7 +51,7 @@ def sample_episode(rl: RLConfig, suite: Suite, step: int, group: int, held_out: 
 
     With ``rl.focus_candidates`` > 1 (and ``label_accuracy``), the script is drawn from that
     many candidates, weighted towards those whose target clip ``clip`` commands the labels
-    the policy follows worst (:mod:`wctrain.curriculum`); not with ``rl.episode_pool``, whose
+    the policy follows worst (:mod:`wctrain.rl.curriculum`); not with ``rl.episode_pool``, whose
     episodes stay fixed. ``mix``: pose trajectories a share of the scripts come from.
     """
     draw = step % rl.episode_pool if rl.episode_pool else step

@@ -167,7 +167,7 @@ class EMA:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict``; a different schedule is an error (the resume would not be
         exact), so change the config back or start a new run."""
-        stored = asdict(DecaySchedule(**state["schedule"]))  # checkpoints from before min_decay: its default
+        stored = asdict(DecaySchedule(**state["schedule"]))  # a setting the checkpoint lacks: its default
         if stored != asdict(self.schedule):
             raise ValueError(f"the checkpoint's EMA schedule {stored} differs from the config's "
                              f"{asdict(self.schedule)}")

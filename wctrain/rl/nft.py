@@ -1,6 +1,7 @@
-"""The DiffusionNFT negative-aware loss (and the RWR baseline beside it), as pure functions.
+"""The DiffusionNFT negative-aware loss, as pure functions (the reward-weighted regression
+ablation beside it: :mod:`wctrain.experimental.rwr`).
 
-Convention (the one ``wctrain/sampling.py`` uses, rectified flow as in diffusers'
+Convention (the one ``wctrain/models/sampling.py`` uses, rectified flow as in diffusers'
 ``FlowMatchEulerDiscreteScheduler``): a clean sample ``x0`` is noised to
 ``x_t = (1 - t) * x0 + t * noise``; the model predicts the velocity ``v = noise - x0``, so the
 clean sample it implies is ``x0_hat = x_t - t * v`` and an Euler sampler steps
@@ -26,7 +27,7 @@ import torch
 WEIGHT_MIN = 1e-5  # floor of the adaptive weight w (DiffusionNFT's value)
 
 
-def _left_broadcast(value: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def left_broadcast(value: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``value`` as a tensor of ``like``'s dtype/device whose shape is a leading part of
     ``like.shape`` padded with trailing 1s, so it broadcasts per sample (or per frame)."""
     value = torch.as_tensor(value, dtype=like.dtype, device=like.device)
@@ -36,26 +37,28 @@ def _left_broadcast(value: float | torch.Tensor, like: torch.Tensor) -> torch.Te
     return value.reshape(value.shape + (1,) * (like.dim() - value.dim()))
 
 
-def _per_sample_mean(x: torch.Tensor) -> torch.Tensor:
+def per_sample_mean(x: torch.Tensor) -> torch.Tensor:
     """Mean over every dimension but the first: ``(B, ...) -> (B,)``."""
     return x.reshape(x.shape[0], -1).mean(dim=1)
 
 
-def _check_same_shape(**tensors: torch.Tensor) -> None:
+def check_same_shape(**tensors: torch.Tensor) -> None:
+    """A ValueError unless every tensor has the same shape."""
     shapes = {name: tuple(tensor.shape) for name, tensor in tensors.items()}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"these tensors must share one shape (B, ...): {shapes}")
 
 
-def _check_r(r: torch.Tensor) -> None:
+def check_r(r: torch.Tensor) -> None:
+    """A ValueError unless every r lies in [0, 1]."""
     # One host sync per call; cheap next to a model forward, and a wrong r silently flips the sign.
     if torch.any((r < 0) | (r > 1)) or torch.any(torch.isnan(r)):
-        raise ValueError("r must lie in [0, 1]; map advantages with wctrain.advantages.to_r")
+        raise ValueError("r must lie in [0, 1]; map advantages with wctrain.rl.advantages.to_r")
 
 
 def target_velocity(x_t: torch.Tensor, x0: torch.Tensor, t: float | torch.Tensor) -> torch.Tensor:
     """``(x_t - x0) / t``: the velocity whose implied clean sample ``x_t - t v`` is exactly ``x0``."""
-    return (x_t - x0) / _left_broadcast(t, x_t)
+    return (x_t - x0) / left_broadcast(t, x_t)
 
 
 def adaptive_weight(x0_pred: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
@@ -64,7 +67,7 @@ def adaptive_weight(x0_pred: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
     Computed in float64 (a mean of many small residuals) and returned in ``x0_pred``'s dtype.
     """
     with torch.no_grad():
-        weight = _per_sample_mean((x0_pred.double() - x0.double()).abs()).clamp_min(WEIGHT_MIN)
+        weight = per_sample_mean((x0_pred.double() - x0.double()).abs()).clamp_min(WEIGHT_MIN)
     return weight.to(x0_pred.dtype)
 
 
@@ -86,7 +89,7 @@ def nft_loss(v_theta: torch.Tensor, v_old: torch.Tensor, x_t: torch.Tensor, x0: 
 
     ``v_old`` is the old (EMA) policy's prediction at the same ``(x_t, t)`` and conditioning. The
     caller computes it under ``torch.no_grad()`` from the frozen old-policy copy
-    (``wctrain.policy``), never from the weights being trained: feeding ``v_theta.detach()``
+    (``wctrain.rl.policy``), never from the weights being trained: feeding ``v_theta.detach()``
     keeps the values but removes the trust region anchored at ``v_old``, and the loss degrades
     to (2r - 1)-weighted regression onto ``x0``. It is detached here as a second guard.
 
@@ -98,13 +101,13 @@ def nft_loss(v_theta: torch.Tensor, v_old: torch.Tensor, x_t: torch.Tensor, x0: 
     ``scale_by_z``: multiply by the advantage clip ``Z`` as DiffusionNFT does, so that the
     gradient per unit of advantage does not shrink when ``Z`` grows; ``None`` leaves it out.
     """
-    _check_same_shape(v_theta=v_theta, v_old=v_old, x_t=x_t, x0=x0)
+    check_same_shape(v_theta=v_theta, v_old=v_old, x_t=x_t, x0=x0)
     if not beta > 0:
         raise ValueError(f"beta must be positive, got {beta}")
     v_old = v_old.detach()
-    t = _left_broadcast(t, x_t)
+    t = left_broadcast(t, x_t)
     r = torch.as_tensor(r, dtype=v_theta.dtype, device=v_theta.device).expand(v_theta.shape[0])
-    _check_r(r)
+    check_r(r)
     # 1. the positive policy and its mirror image about the old policy
     v_pos = (1 - beta) * v_old + beta * v_theta
     v_neg = (1 + beta) * v_old - beta * v_theta
@@ -112,27 +115,11 @@ def nft_loss(v_theta: torch.Tensor, v_old: torch.Tensor, x_t: torch.Tensor, x0: 
     x0_pos = x_t - t * v_pos
     x0_neg = x_t - t * v_neg
     weight = adaptive_weight(x0_pos, x0)
-    error_pos = _per_sample_mean((x0_pos - x0).square())
-    error_neg = _per_sample_mean((x0_neg - x0).square())
+    error_pos = per_sample_mean((x0_pos - x0).square())
+    error_neg = per_sample_mean((x0_neg - x0).square())
     # 3. reward-weighted mix of the two, normalised per sample
     loss = (r * error_pos + (1 - r) * error_neg) / (weight * beta)
     return loss if scale_by_z is None else loss * scale_by_z
-
-
-def rwr_loss(v_theta: torch.Tensor, x_t: torch.Tensor, x0: torch.Tensor,
-             t: float | torch.Tensor, r: float | torch.Tensor) -> torch.Tensor:
-    """Reward-weighted regression baseline (the ablation of ``nft_loss``), per sample ``(B,)``.
-
-    ``r ||x0_hat - x0||^2 / w`` with ``x0_hat = x_t - t v_theta``: only the positive term, no old
-    policy. The same adaptive weight ``w = stopgrad(mean |x0_hat - x0|)`` as ``nft_loss`` keeps
-    the two losses on one scale, so the ablation changes the objective, not the step size. Its
-    minimiser is ``v_target`` for every ``r > 0``: bad samples are imitated less, never avoided.
-    """
-    _check_same_shape(v_theta=v_theta, x_t=x_t, x0=x0)
-    r = torch.as_tensor(r, dtype=v_theta.dtype, device=v_theta.device).expand(v_theta.shape[0])
-    _check_r(r)
-    x0_pred = x_t - _left_broadcast(t, x_t) * v_theta
-    return r * _per_sample_mean((x0_pred - x0).square()) / adaptive_weight(x0_pred, x0)
 
 
 def subsample_timesteps(num_steps: int, fraction: float, generator: torch.Generator) -> torch.Tensor:

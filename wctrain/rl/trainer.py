@@ -17,7 +17,6 @@ group each compute what one process computes with N groups.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,24 +40,28 @@ from wcbench.report.summary import summarize
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wcbench.scoring.quality import build_quality_scorer
-from wctrain.advantages import AdvantageConfig, GroupAdvantages, compute_advantages, compute_pooled_std
-from wctrain.checkpoint import (TrainingState, append_metrics, check_same_reward_scorers, check_same_trajectories,
-                                load_checkpoint, save_checkpoint, truncate_metrics)
+from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
 from wctrain.config import TrainerConfig, to_trainer_config
-from wctrain.curriculum import label_mask, update_label_accuracy
-from wctrain.episodes import sample_episode, step_generator
-from wctrain.exploration import build_exploration, supports_exploration
-from wctrain.loss import VelocityField, group_loss
+from wctrain.experimental.sample_rollout import rollout_sample_level
 from wctrain.models.registry import build_trainable, save_model
 from wctrain.models.wcbench_adapter import TrainableWorldModelAdapter
-from wctrain.policy import EMA, DecaySchedule, build_frozen_copy
-from wctrain.rewards import Reward, RewardContext, build_rewards, score_group
-from wctrain.rollout import Episode, GroupRollout, rollout_clip_level, rollout_sample_level
-from wctrain.schedule import accumulation_plan, target_clip
-from wctrain.trainable import optimizer_groups, resolve_trainable, select_trainable
-from wctrain.trajectories import TrajectoryMix, load_trajectory_set
+from wctrain.rl.advantages import AdvantageConfig, GroupAdvantages, compute_advantages, compute_pooled_std
+from wctrain.rl.curriculum import label_mask, update_label_accuracy
+from wctrain.rl.episodes import sample_episode, step_generator
+from wctrain.rl.exploration import build_exploration, supports_exploration
+from wctrain.rl.loss import VelocityField, group_loss
+from wctrain.rl.policy import EMA, DecaySchedule, build_frozen_copy
+from wctrain.rl.resume import TrainingState, check_same_reward_scorers, check_same_trajectories
+from wctrain.rl.rewards import Reward, RewardContext, build_rewards, score_group
+from wctrain.rl.rollout import Episode, GroupRollout, rollout_clip_level
+from wctrain.rl.schedule import accumulation_plan, target_clip
+from wctrain.rl.trainable import optimizer_groups, resolve_trainable, select_trainable
+from wctrain.rl.trajectories import TrajectoryMix, load_trajectory_set
+from wctrain.rl.watch import UpdateWatch
 
 FOLLOWING = "following"  # the reward the curriculum reads
+# rl.rollout: WorldCompass's clip level, or the paper's sample-level ablation
+ROLLOUTS = {"clip": rollout_clip_level, "sample": rollout_sample_level}
 
 
 @dataclass
@@ -217,7 +220,7 @@ def roll_out(run: Run, step: int, episodes: list[Episode], clip: int) -> list[Gr
     """Each group's rollout with the old policy, its exploration from the running IF per label."""
     rl = run.cfg.rl
     exploration = build_exploration(rl.explore, rl.explore_focus, run.state.label_accuracy)
-    rollout = {"clip": rollout_clip_level, "sample": rollout_sample_level}[rl.rollout]
+    rollout = ROLLOUTS[rl.rollout]
     with run.accelerator.autocast():
         return [rollout(run.old.module, episode, clip, rl.group_size, run.sigmas,
                         step_generator(rl.seed, step, group, 1), eta=rl.sampler_eta, exploration=exploration)
@@ -243,7 +246,7 @@ def pooled_reward_std(run: Run, scores: list[dict]) -> dict[str, float] | None:
 
 def update_policy(run: Run, step: int, rollouts: list[GroupRollout],
                   advantages: list[GroupAdvantages]) -> tuple[float, float, float, int]:
-    """The optimiser steps of one training step (:func:`wctrain.schedule.accumulation_plan`: one,
+    """The optimiser steps of one training step (:func:`wctrain.rl.schedule.accumulation_plan`: one,
     or one every ``rl.grad_accum_samples`` selected candidates). Each: the loss of every group's
     candidates of that step, backward (accumulated over the rank's groups, averaged over ranks),
     clip, step, then the EMA updates, all at this training step's old-policy decay. Returns (mean
@@ -308,36 +311,6 @@ def metrics_row(run: Run, step: int, scores: list[dict], advantages: list[GroupA
     if run.accelerator.device.type == "cuda":  # this rank's peak since the start (benchmarks/gpu_check.sh)
         row["peak_gpu_mib"] = torch.cuda.max_memory_allocated(run.accelerator.device) / 2**20
     return row
-
-
-class UpdateWatch:
-    """Warns when the weights stop moving for ``patience`` steps, naming why (see the two messages)."""
-
-    patience = 10
-
-    def __init__(self) -> None:
-        self.updated, self.zero_deviation_steps, self.still_steps = False, 0, 0
-
-    def observe(self, deviation: float, grad_norm: float) -> None:
-        # a zero deviation is suspicious only right after a step whose gradient moved the weights
-        # (at r = 1/2 everywhere the gradient is exactly 0 and nothing moves, rightly); sparse
-        # training (only the embedding rows of the labels used) leaves v_theta = v_old exactly on
-        # labels not yet updated, so only a long run of zeros is suspicious
-        if deviation != 0.0:
-            self.zero_deviation_steps = 0
-        elif self.updated:
-            self.zero_deviation_steps += 1
-        self.updated = grad_norm > 0.0
-        self.still_steps = 0 if self.updated else self.still_steps + 1
-        if self.zero_deviation_steps == self.patience:
-            warnings.warn("the current policy's prediction equals the old policy's after updates: "
-                          "v_old may be computed from the current weights", stacklevel=2)
-        if self.still_steps == self.patience:
-            warnings.warn(f"no update for {self.patience} steps: no group's candidates differed in any trained "
-                          "reward, so r = 1/2 everywhere and the gradient is 0 (a model that follows every action, "
-                          "or none); "
-                          "let quality break ties (reward.funcs=[following,quality] reward.weights=[0.9,0.1]) or "
-                          "explore more (rl.explore)", stacklevel=2)
 
 
 def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:

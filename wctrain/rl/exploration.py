@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from wcbench.core.actions import NUM_LABELS
-from wctrain.curriculum import exploration_scales
+from wctrain.rl.curriculum import exploration_scales
 
 
 @dataclass(frozen=True)
