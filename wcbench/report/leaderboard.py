@@ -36,7 +36,7 @@ from wcbench.core.ids import IdError, check_name
 from wcbench.core.storage import read_json, write_text
 from wcbench.data.suite import SuiteError, load_suite
 from wcbench.pose import build_estimator
-from wcbench.report import audit
+from wcbench.run import audit
 from wcbench.report.board import DEFAULT_MODE, fmt, board_path, print_leaderboard, read_entries, render_markdown
 from wcbench.report.summary import summarize
 from wcbench.run.pool import default_workers
