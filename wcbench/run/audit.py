@@ -1,113 +1,47 @@
-"""Checks that a results folder holds what its records claim, for ``submit`` and ``verify``:
-every video inside the folder, named by its case, present with the hash its record holds, and
-the cases re-scored from their videos with the recorded scorers, giving the same labels and
-numbers.
+"""Re-scoring a results folder's videos: ``wcbench submit`` and ``wcbench verify``.
 
-``submit`` re-scores every case (or, with ``--sample``, a sample drawn under a seed made fresh
-at that moment, so nobody can know beforehand which cases it will be). :func:`rescore_all`
-spreads the work over the process pool of ``wcbench score --jobs``
+Both check that a folder holds what its records claim (every video present with the hash its
+record holds: :mod:`wcbench.results.videos`), then score the cases again from their videos with
+the scorers its results.json names (:func:`wcbench.results.scorers.build_scorers`) and compare:
+the same labels and numbers, or the case is named. ``submit`` first runs the leaderboard's checks
+(:func:`wcbench.report.leaderboard.check_submission`), re-scores every case (or, with
+``--sample``, a sample drawn under a seed made fresh at that moment, so nobody can know beforehand
+which cases it will be) and adds the row the board computed itself; ``verify`` re-scores a sample
+and flags every case that differs, going on to the next.
+
+:func:`rescore_all` spreads the work over the process pool of ``wcbench score --jobs``
 (:func:`wcbench.run.pool.map_scored`): each job is a picklable :class:`RescoreJob`,
 :func:`rescore_job` the top-level function the workers run.
 """
 
 from __future__ import annotations
 
-import math
-import secrets
-from dataclasses import dataclass
+import time
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-from wcbench.core.actions import Thresholds, parse_script
-from wcbench.core.video import VIDEO_SUFFIXES, VideoReadError, VideoSource
-from wcbench.pose import build_estimator
-from wcbench.run.pool import map_scored
-from wcbench.scoring.case import CaseScorer, Scorers, sha256_file
-from wcbench.scoring.quality import build_quality_scorer
-from wcbench.scoring.record import CaseRecord
+from wcbench.core.actions import parse_script
+from wcbench.core.ids import IdError, check_name
+from wcbench.core.storage import read_json
+from wcbench.core.video import VideoReadError, VideoSource
+from wcbench.report.board import fmt, print_leaderboard
+from wcbench.report.leaderboard import (Checked, SubmissionError, add_to_board, check_submission, choose_rescored,
+                                        choose_sample, default_submitter, fresh_seed, sample_size)
+from wcbench.results.record import CaseRecord, load_records
+from wcbench.results.scorers import build_scorers
+from wcbench.results.videos import Finding, check_video, video_path
+from wcbench.run.pool import default_workers, map_scored
+from wcbench.scoring.case import CaseScorer, Scorers
 
-MIN_SAMPLE = 3
-SAMPLE_SHARE = 0.10
 VQ_TOLERANCE = 1e-6
 IF_TOLERANCE = 1e-9
-
-
-@dataclass
-class Finding:
-    """One problem with one case."""
-
-    case: str
-    problem: str
-
-
-def video_path(results_dir: Path, record: CaseRecord) -> Path:
-    """A record's video: relative paths are inside the results folder (``run``), absolute ones
-    where the manifest pointed (``score``)."""
-    video = Path(str(record.video or ""))
-    return video if video.is_absolute() else results_dir / video
-
-
-def outside_problem(results_dir: Path, record: CaseRecord) -> str | None:
-    """Why a record's video is not its own file in the folder (None: it is): a submission holds
-    its videos, each at ``videos/<id>.<ext>`` (or a frame folder ``videos/<id>/``), resolving
-    (links followed) to a path inside the folder."""
-    video = Path(str(record.video or ""))
-    is_named = video.parent == Path("videos") and (
-        video.name == record.id or (video.stem == record.id and video.suffix.lower() in VIDEO_SUFFIXES))
-    if video.is_absolute() or not is_named:
-        return (f"video {record.video} is not the folder's own videos/{record.id}.<ext>: a submission holds "
-                "every case's video, named by its case")
-    if not (results_dir / video).resolve().is_relative_to(results_dir.resolve()):
-        return f"video {record.video} links to a file outside {results_dir}"
-    return None
-
-
-def check_video(results_dir: Path, record: CaseRecord, is_inside: bool = False) -> Finding | None:
-    """The video must exist and hash to the record's ``video_sha256``; with ``is_inside``, also be
-    the folder's own file for the case (:func:`outside_problem`)."""
-    if not record.video:
-        return Finding(record.id, "the record names no video")
-    problem = outside_problem(results_dir, record) if is_inside else None
-    if problem:
-        return Finding(record.id, problem)
-    path = video_path(results_dir, record)
-    if not path.exists():
-        return Finding(record.id, f"video {path} is missing")
-    if sha256_file(path) != record.video_sha256:
-        return Finding(record.id, f"video {path} is not the one scored (its sha256 differs from the record's)")
-    return None
-
-
-def sample_size(num_cases: int, requested: int | None = None) -> int:
-    """``requested``, or at least :data:`MIN_SAMPLE` and :data:`SAMPLE_SHARE` of the cases; never more than exist."""
-    size = requested if requested is not None else max(MIN_SAMPLE, math.ceil(SAMPLE_SHARE * num_cases))
-    return max(0, min(size, num_cases))
-
-
-def fresh_seed() -> int:
-    """A sample seed from the operating system's randomness, drawn when the check runs: nothing
-    in a results folder (ids, videos, their hashes) can predict or steer it."""
-    return secrets.randbits(32)
-
-
-def choose_sample(records: list[CaseRecord], size: int, seed: int) -> list[CaseRecord]:
-    """``size`` records drawn without replacement under ``seed``, in id order."""
-    ordered = sorted(records, key=lambda r: r.id)
-    chosen = np.random.default_rng(seed).choice(len(ordered), size, replace=False) if size else []
-    return [ordered[i] for i in sorted(chosen)]
-
-
-def recorded_scorers(results: dict) -> Scorers:
-    """The scorers a results.json names, with the thresholds and options it recorded."""
-    estimator_options = dict(results["estimator"].get("options") or {})
-    quality_options = dict(results["quality"].get("options") or {})
-    estimator = build_estimator(results["estimator"]["name"], **estimator_options)
-    estimator.thresholds = Thresholds(**results["estimator"]["thresholds"])
-    quality = build_quality_scorer(results["quality"]["name"], **quality_options)
-    return Scorers(estimator, quality, results["mode"],
-                   options={"estimator": estimator_options, "quality": quality_options})
+# What a re-score replaces in a submitted record (the commanded path is drawn, not scored).
+RESCORED_FIELDS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq", "vq_raw", "per_clip", "labels")
 
 
 def rescore(results_dir: Path, record: CaseRecord, scorers: Scorers) -> dict:
@@ -175,3 +109,105 @@ def audit_case(results_dir: Path, record: CaseRecord, scorers: Scorers) -> tuple
         return None, Finding(record.id, f"cannot re-score its video: {err}")
     problem = compare_rescored(record, fields)
     return fields, Finding(record.id, problem) if problem else None
+
+
+# ---------------------------------------------------------------- submit and verify
+
+def rescore_workers(jobs: int | None, scorers: Scorers) -> int:
+    """``--jobs`` of submit and verify: the processes that re-score side by side; when not
+    given, those ``wcbench score`` would use (:func:`wcbench.run.pool.default_workers`)."""
+    if jobs is None:
+        return default_workers(scorers)
+    if jobs < 1:
+        raise SubmissionError(f"--jobs {jobs}: give a number of processes >= 1")
+    return jobs
+
+
+def _rescore(results_dir: Path, results: dict, records: list[CaseRecord], chosen: list[CaseRecord],
+             jobs: int | None) -> list[CaseRecord]:
+    """Re-score ``chosen`` in the scoring pool; a difference from the submitted record refuses,
+    naming the case (the first in id order). Returns the records with each re-scored one's fields
+    from its re-score."""
+    by_id = {r.id: r for r in records}
+    scorers = build_scorers(results)
+    with closing(rescore_all(results_dir, chosen, scorers, rescore_workers(jobs, scorers))) as rescored:
+        for case_id, fields, finding in rescored:
+            if finding:
+                raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
+            by_id[case_id] = replace(by_id[case_id], **{k: v for k, v in fields.items() if k in RESCORED_FIELDS})
+    return [by_id[r.id] for r in records]
+
+
+def validate(results_dir: Path, sample: int | None = None, jobs: int | None = None) -> Checked:
+    """Check a results folder end to end and re-score its videos (all, or ``sample`` cases under
+    a seed drawn now) in ``jobs`` processes; raises SubmissionError naming the file, case or field."""
+    results, model_name, records = check_submission(results_dir)
+    chosen, seed = choose_rescored(records, sample, results["mode"])
+    started = time.perf_counter()
+    board_records = _rescore(results_dir, results, records, chosen, jobs)
+    return Checked(results, model_name, board_records, {"cases": len(chosen), "of": len(records), "seed": seed},
+                   time.perf_counter() - started)
+
+
+def submit(results_dir: Path, boards: Path, console: Console, sample: int | None = None,
+           submitter: str | None = None, update: bool = False, jobs: int | None = None) -> int:
+    """Validate and re-score (:func:`validate`), then add the board's own row to the suite's
+    board for the run's mode. A model name is one row per submitter: a second submission under
+    it is refused unless ``update``, which replaces the row."""
+    try:
+        submitter = check_name(submitter or default_submitter(), "--submitter")
+    except IdError as err:
+        raise SubmissionError(str(err)) from None
+    checked = validate(results_dir, sample, jobs)
+    results = checked.results
+    suite, mode = results["suite"], results["mode"]
+    jsonl = add_to_board(boards, checked, results_dir, submitter, update)
+    rescored = checked.rescored
+    how = (f"all {rescored['of']} cases" if rescored["seed"] is None
+           else f"{rescored['cases']} of {rescored['of']} cases (sample seed {rescored['seed']})")
+    console.print(f"re-scored {how} from their videos in {checked.seconds:.1f} s")
+    console.print(f"accepted: {checked.model_name} on {suite} ({mode}) -> {jsonl}")
+    return print_leaderboard(suite, boards, console, mode)
+
+
+def verify(results_dir: Path, sample: int | None, seed: int | None, console: Console, jobs: int | None = None) -> int:
+    """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
+    10 %, under ``seed`` or one drawn now and printed) with the recorded scorers; flag every case
+    that differs or whose video is missing, and go on to the next. Exit status 1 when any case is
+    flagged."""
+    results_path = results_dir / "results.json"
+    if not results_path.exists():
+        raise SubmissionError(f"{results_path}: not found; nothing to verify")
+    results = read_json(results_path)
+    if results["estimator"]["name"] == "gt":
+        raise SubmissionError("gt-scored runs read the model's poses, not the video: nothing to re-score")
+    scorers = build_scorers(results)
+    records = [r for r in load_records(results_dir) if r.is_ok]
+    video_findings = {r.id: check_video(results_dir, r) for r in records}
+    seed = fresh_seed() if seed is None else seed
+    chosen = choose_sample(records, sample_size(len(records), sample), seed)
+    table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored "
+                        f"(seed {seed})")
+    for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
+        table.add_column(column)
+    flagged = []
+    readable = [r for r in chosen if video_findings[r.id] is None]
+    with closing(rescore_all(results_dir, readable, scorers, rescore_workers(jobs, scorers))) as rescored:
+        now = {case_id: (fields, finding) for case_id, fields, finding in rescored}
+    for record in sorted(records, key=lambda r: r.id):
+        video_finding = video_findings[record.id]
+        finding, fields = video_finding, None
+        if finding is None and record.id in now:
+            fields, finding = now[record.id]
+        elif finding is None:
+            continue  # hash checked, not in the re-scored sample
+        if finding:
+            flagged.append(finding)
+        video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
+        table.add_row(record.id, video if video == "ok" else f"[red]{video}[/red]", fmt(record.if_acc),
+                      fmt(fields["if_acc"]) if fields else "-", fmt(record.vq),
+                      fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
+    Console().print(table)
+    for finding in flagged:
+        console.print(f"[red]flagged[/red] case {finding.case}: {finding.problem}")
+    return 1 if flagged else 0
