@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wcbench.core.storage import read_json, write_text
 from wcbench.report.summary import summarize_group
-from wcbench.scoring.record import load_records
+from wcbench.results.record import load_records
 
 
 def reward_scorers(header: dict) -> str:

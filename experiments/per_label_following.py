@@ -23,7 +23,7 @@ import numpy as np
 
 from wcbench.core.actions import Action, label_name
 from wcbench.report.summary import confusion_matrix
-from wcbench.scoring.record import CaseRecord, load_records
+from wcbench.results.record import CaseRecord, load_records
 
 
 def track_records(results_dir: Path, track: str) -> list[CaseRecord]:

@@ -31,8 +31,8 @@ from wcbench.core.ids import check_name
 from wcbench.core.storage import FolderBusyError, folder_lock, write_json
 from wcbench.core.terminal import console, progress_bar
 from wcbench.models.plugin import parse_model_args
-from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir, require_folder
-from wcbench.scoring.record import load_records
+from wcbench.results.outdir import OutDirError, check_out_dir, claim_out_dir, require_folder
+from wcbench.results.record import load_records
 
 MASK_HELP = ("a burnt-in overlay (keyboard HUD, watermark) to leave out of camera tracking: an image whose nonzero "
              "pixels cover it, or rectangles x,y,w,h;... in the video's pixels (overlays that stay put while the "
@@ -57,21 +57,12 @@ def load_config(overrides: list[str], name: str = "run") -> Any:
 
 
 def build_scorers(cfg: Any):
-    """Estimator + quality scorer + mode from the settings."""
-    from wcbench.pose import build_estimator
-    from wcbench.scoring.case import Scorers
-    from wcbench.scoring.following import MODES
-    from wcbench.scoring.quality import build_quality_scorer
+    """Estimator + quality scorer + mode from the settings, built as a results header names them."""
+    from wcbench.results.scorers import build_scorers as build_named_scorers
 
-    if cfg.mode not in MODES:
-        raise UsageError(f"mode={cfg.mode!r} is not one of {', '.join(MODES)}")
-    try:
-        estimator = build_estimator(cfg.estimator, **cfg.estimator_options)
-        quality = build_quality_scorer(cfg.quality, **cfg.quality_options)
-    except TypeError as err:  # an option the constructor does not take
-        raise UsageError(f"bad scorer option: {err}") from err
-    return Scorers(estimator, quality, cfg.mode,
-                   options={"estimator": dict(cfg.estimator_options), "quality": dict(cfg.quality_options)})
+    return build_named_scorers({"estimator": {"name": cfg.estimator, "options": dict(cfg.estimator_options)},
+                                "quality": {"name": cfg.quality, "options": dict(cfg.quality_options)},
+                                "mode": cfg.mode})
 
 
 def _finish(out_dir: Path, header: dict, extra: dict | None = None) -> int:
@@ -216,7 +207,7 @@ def _checked_mask(spec: str | None) -> str | None:
 
 @contextmanager
 def _claim(out_dir: Path, header: dict, accelerator: Any = None) -> Iterator[None]:
-    """Claim and lock the folder (:func:`wcbench.run.outdir.claim_out_dir`) for the whole block, on
+    """Claim and lock the folder (:func:`wcbench.results.outdir.claim_out_dir`) for the whole block, on
     rank 0 of a sharded run; the other ranks learn whether it could and then check the claim
     themselves. A refusal is a UsageError (exit 2), with the folder untouched."""
     is_main = accelerator is None or accelerator.is_main_process
@@ -379,14 +370,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from wcbench.report.leaderboard import submit
+    from wcbench.run.audit import submit
 
     return submit(Path(args.results_dir), Path(args.leaderboards), console, args.sample, args.submitter, args.update,
                   args.jobs)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from wcbench.report.leaderboard import verify
+    from wcbench.run.audit import verify
 
     return verify(Path(args.results_dir), args.sample, args.seed, console, args.jobs)
 

@@ -15,7 +15,7 @@ from wcbench.core.actions import NUM_ROTATION
 from wcbench.core.video import read_video, write_video
 from wcbench.report.board import render_markdown
 from wcbench.report.results import rebuild
-from wcbench.scoring.case import sha256_file
+from wcbench.results.videos import sha256_file
 
 FIRST, LAST = "basic-short-000", "combined-short-000"  # the honest run's cases, in id order
 

@@ -14,7 +14,7 @@ import pytest
 from wcbench.cli import main
 from wcbench.core.storage import neutralize_cell, remove_partials
 from wcbench.core.video import write_video
-from wcbench.run.outdir import claim_out_dir
+from wcbench.results.outdir import claim_out_dir
 
 SCRIPT = "w-31"  # 125 frames
 

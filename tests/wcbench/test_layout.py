@@ -1,9 +1,10 @@
 """The package layout: wcbench's stages import only downstream of the flow (core -> data ->
-models / pose -> scoring -> run -> report -> cli), no module-level import circles in wcbench
-or wctrain, wcbench never imports wctrain, and the imports left inside functions are the lazy
-ones that have a reason (optional heavy packages; the command-line front ends). No module is
-over 400 lines, and no docstring or comment tells a version history or cites a commit (the
-code says what it does now; git keeps its history)."""
+models / pose -> scoring -> results -> report -> run -> cli), so reports read results and never
+the code that makes them; no module-level import circles in wcbench or wctrain, wcbench never
+imports wctrain, and the imports left inside functions are the lazy ones that have a reason
+(optional heavy packages; the command-line front ends). No module is over 400 lines, and no
+docstring or comment tells a version history or cites a commit (the code says what it does
+now; git keeps its history)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from typing import Iterator
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("wcbench", "wctrain")
 
-# The flow, upstream first: a module may import from its own stage or an earlier one.
-STAGES = {"core": 0, "data": 1, "models": 2, "pose": 2, "scoring": 3, "run": 4, "report": 5,
-          "cli": 6, "__main__": 6}
+# The flow, upstream first: a module may import from its own stage or an earlier one. ``results``
+# (the folder's records, strips, hashes, guard) is what ``report`` reads; ``run`` comes after
+# both because it drives everything: it scores, writes results, and re-scores for submit/verify.
+STAGES = {"core": 0, "data": 1, "models": 2, "pose": 2, "scoring": 3, "results": 4, "report": 5, "run": 6,
+          "cli": 7, "__main__": 7}
 # Imported inside functions on purpose: optional packages that are heavy or absent from a plain
 # install (torch and accelerate come with the [train] extra, hpsv3 with [hpsv3], ...).
 OPTIONAL = {"torch", "accelerate", "safetensors", "hpsv3"}
@@ -154,6 +157,13 @@ def test_wcbench_imports_follow_the_flow():
     upstream = [(m, t) for m, (top, inner) in IMPORTS.items() if m.startswith("wcbench")
                 for t in sorted(_internal(top + inner)) if stage(t) is not None and stage(t) > stage(m)]
     assert not upstream, f"imports of later stages: {upstream}"
+
+
+def test_report_never_imports_run():
+    """Reports read a results folder (wcbench.results); they never import what makes one."""
+    offenders = [(m, t) for m, (top, inner) in IMPORTS.items() if m.startswith("wcbench.report")
+                 for t in top + inner if t.startswith("wcbench.run")]
+    assert not offenders, offenders
 
 
 def test_imports_inside_functions_have_a_reason():

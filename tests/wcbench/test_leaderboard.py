@@ -12,7 +12,8 @@ import pytest
 from wcbench.cli import main
 from wcbench.core.video import read_video, write_video
 from wcbench.report.board import render_markdown
-from wcbench.report.leaderboard import SubmissionError, validate
+from wcbench.report.leaderboard import SubmissionError
+from wcbench.run.audit import validate
 
 
 def _copy(run, tmp_path):

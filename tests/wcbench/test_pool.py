@@ -21,10 +21,10 @@ from wcbench.data.scenes import case_world
 from wcbench.data.scenes.synthetic import render_frames
 from wcbench.data.suite import load_suite
 from wcbench.report.summary import summarize
+from wcbench.results.outdir import OutDirError, check_out_dir, claim_out_dir
+from wcbench.results.record import load_records
 from wcbench.run.manifest import parse_shard, read_manifest, score_header, score_manifest
-from wcbench.run.outdir import OutDirError, check_out_dir, claim_out_dir
 from wcbench.scoring.case import Scorers
-from wcbench.scoring.record import load_records
 
 REPO = Path(__file__).resolve().parents[2]
 

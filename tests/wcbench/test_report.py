@@ -19,7 +19,7 @@ from wcbench.core.video import write_video
 from wcbench.report.results import build_results, rebuild, write_report, write_summary_csv
 from wcbench.report.summary import (bootstrap_ci, command_runs, confusion_matrix, per_clip_curves, print_summary,
                                     summarize, top_confusions, vq_components)
-from wcbench.scoring.record import CaseRecord, load_records, save_record
+from wcbench.results.record import CaseRecord, load_records, save_record
 
 HEADER = {"version": "0.1.0", "estimator": {"name": "gt", "version": "1", "thresholds": {"translation": 0.01}},
           "quality": {"name": "sharpness", "version": "1"}, "mode": "default", "suite": "wc-test",

@@ -21,9 +21,9 @@ from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
 from wcbench.models.registry import build_model
 from wcbench.report.results import build_results
+from wcbench.results.record import load_record, load_records
+from wcbench.results.strip import load_strip, sample_indices, strip_path
 from wcbench.run.runner import RunConfig, run_suite
-from wcbench.run.strip import load_strip, sample_indices, strip_path
-from wcbench.scoring.record import load_record, load_records
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,9 @@ from wcbench.cli import main
 from wcbench.core.video import read_frames_at, write_video
 from wcbench.report import html
 from wcbench.report.results import rebuild
-from wcbench.run.strip import STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path, thumbnail
-from wcbench.scoring.record import load_records
+from wcbench.results.record import load_records
+from wcbench.results.strip import (STRIP_WIDTH, StripFrames, load_strip, sample_indices, save_strip, strip_path,
+                                   thumbnail)
 
 SCRIPT = "d-2, right-3"  # 5 latent steps: 21 frames
 

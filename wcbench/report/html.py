@@ -17,9 +17,10 @@ from wcbench.core.video import read_frames_at
 from wcbench.report import plots
 from wcbench.report.summary import (METRICS, command_runs, confusion_matrix, format_ci, format_value, group_key,
                                     per_clip_curves, top_confusions, vq_components, vq_digits)
-from wcbench.run.strip import load_strip, sample_indices, strip_path, thumbnail
+from wcbench.results.record import CaseRecord
+from wcbench.results.strip import load_strip, sample_indices, strip_path, thumbnail
+from wcbench.results.videos import video_path
 from wcbench.scoring.quality import COMPONENT_NOTES
-from wcbench.scoring.record import CaseRecord
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d2330;
@@ -274,16 +275,14 @@ def _case_card(results_dir: Path, tag: str, record: CaseRecord) -> str:
 
 
 def _strip_frames(results_dir: Path, record: CaseRecord, indices: list[int]):
-    """The strip's frames: those stored while the video was scored (:mod:`wcbench.run.strip`), else
+    """The strip's frames: those stored while the video was scored (:mod:`wcbench.results.strip`), else
     decoded from the video (the frames shown only, never the whole video held)."""
     stored = load_strip(strip_path(results_dir, record.id), record)
     if stored is not None:
         return stored
-    video = record.video
-    if not video:
+    if not record.video:
         raise FileNotFoundError("the record names no video")
-    path = Path(video) if Path(video).is_absolute() else results_dir / video
-    return np.stack([thumbnail(frame) for frame in read_frames_at(path, indices)])
+    return np.stack([thumbnail(frame) for frame in read_frames_at(video_path(results_dir, record), indices)])
 
 
 def _runs_table(record: CaseRecord) -> str:

@@ -1,6 +1,8 @@
-"""Leaderboards: ``submit`` checks a results folder, re-scores its videos and adds the row it
-computed itself to ``leaderboards/<suite>.jsonl`` (re-rendering ``<suite>.md``; compat-mode runs
-go to their own board, :mod:`wcbench.report.board`); ``verify`` re-scores stored videos.
+"""Leaderboards: what a results folder must pass to go on a suite's board, which of its cases get
+re-scored, and the row the board adds to ``leaderboards/<suite>.jsonl`` (re-rendering
+``<suite>.md``; compat-mode runs go to their own board, :mod:`wcbench.report.board`). The
+re-scoring, and the ``submit`` and ``verify`` commands that compose it with these checks, are
+:mod:`wcbench.run.audit`: everything here only reads.
 
 A board entry is what the board computed. Submit trusts nothing it can recompute: the suite hash,
 scorer versions and thresholds must be this wcbench's; every suite case must be present exactly
@@ -21,36 +23,31 @@ import datetime as dt
 import getpass
 import json
 import math
-import time
-from contextlib import closing
-from dataclasses import dataclass, replace
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from wcbench.core.actions import label_hits
 from wcbench.core.ids import IdError, check_name
 from wcbench.core.storage import read_json, write_text
 from wcbench.data.suite import SuiteError, load_suite
 from wcbench.pose import build_estimator
-from wcbench.report import audit
-from wcbench.report.board import DEFAULT_MODE, fmt, board_path, print_leaderboard, read_entries, render_markdown
+from wcbench.report.board import DEFAULT_MODE, board_path, read_entries, render_markdown
 from wcbench.report.summary import summarize
-from wcbench.run.pool import default_workers
-from wcbench.scoring.case import Scorers
+from wcbench.results.record import CaseRecord, load_records
+from wcbench.results.videos import check_video
 from wcbench.scoring.following import commanded_labels
 from wcbench.scoring.quality import build_quality_scorer
-from wcbench.scoring.record import CaseRecord, load_records
 
 TOLERANCE = 1e-9
 _HEADER_KEYS = ("version", "estimator", "quality", "mode", "suite", "suite_hash", "model", "config_hash",
                 "cases", "summary")
 MAX_HARDWARE_LENGTH = 100
-# What a re-score replaces in a submitted record (the commanded path is drawn, not scored).
-RESCORED_FIELDS = ("if_acc", "if_trans_acc", "if_rot_acc", "vq", "vq_raw", "per_clip", "labels")
+MIN_SAMPLE = 3
+SAMPLE_SHARE = 0.10
 
 
 class SubmissionError(ValueError):
@@ -202,7 +199,7 @@ def _check_videos(results_dir: Path, cases: dict, records: list[CaseRecord]) -> 
     """Every video is the folder's own file for its case, hashes as recorded, and no two cases
     share one unless they are the same case (same script, start scene or image, prompt)."""
     for record in records:
-        finding = audit.check_video(results_dir, record, is_inside=True)
+        finding = check_video(results_dir, record, is_inside=True)
         if finding:
             raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
     first_with: dict[str, CaseRecord] = {}
@@ -230,8 +227,28 @@ class Checked:
     seconds: float
 
 
-def _choose(records: list[CaseRecord], sample: int | None, mode: str) -> tuple[list[CaseRecord], int | None]:
-    """Every record, or with ``sample`` that many drawn under a fresh seed (and the seed)."""
+def sample_size(num_cases: int, requested: int | None = None) -> int:
+    """``requested``, or at least :data:`MIN_SAMPLE` and :data:`SAMPLE_SHARE` of the cases; never more than exist."""
+    size = requested if requested is not None else max(MIN_SAMPLE, math.ceil(SAMPLE_SHARE * num_cases))
+    return max(0, min(size, num_cases))
+
+
+def fresh_seed() -> int:
+    """A sample seed from the operating system's randomness, drawn when the check runs: nothing
+    in a results folder (ids, videos, their hashes) can predict or steer it."""
+    return secrets.randbits(32)
+
+
+def choose_sample(records: list[CaseRecord], size: int, seed: int) -> list[CaseRecord]:
+    """``size`` records drawn without replacement under ``seed``, in id order."""
+    ordered = sorted(records, key=lambda r: r.id)
+    chosen = np.random.default_rng(seed).choice(len(ordered), size, replace=False) if size else []
+    return [ordered[i] for i in sorted(chosen)]
+
+
+def choose_rescored(records: list[CaseRecord], sample: int | None, mode: str) -> tuple[list[CaseRecord], int | None]:
+    """The cases a submission re-scores: every record, or with ``sample`` that many drawn under a
+    fresh seed (and the seed; None when all)."""
     if sample is None or sample >= len(records):
         return records, None
     if mode != DEFAULT_MODE:
@@ -239,38 +256,14 @@ def _choose(records: list[CaseRecord], sample: int | None, mode: str) -> tuple[l
                               "recomputed from stored labels); submit without --sample")
     if sample < 1:
         raise SubmissionError(f"--sample {sample}: give at least 1 case (or leave it out to re-score all)")
-    seed = audit.fresh_seed()
-    return audit.choose_sample(records, sample, seed), seed
+    seed = fresh_seed()
+    return choose_sample(records, sample, seed), seed
 
 
-def rescore_workers(jobs: int | None, scorers: Scorers) -> int:
-    """``--jobs`` of submit and verify: the processes that re-score side by side; when not
-    given, those ``wcbench score`` would use (:func:`wcbench.run.pool.default_workers`)."""
-    if jobs is None:
-        return default_workers(scorers)
-    if jobs < 1:
-        raise SubmissionError(f"--jobs {jobs}: give a number of processes >= 1")
-    return jobs
-
-
-def _rescore(results_dir: Path, results: dict, records: list[CaseRecord], chosen: list[CaseRecord],
-             jobs: int | None) -> list[CaseRecord]:
-    """Re-score ``chosen`` in the scoring pool; a difference from the submitted record refuses,
-    naming the case (the first in id order). Returns the records with each re-scored one's fields
-    from its re-score."""
-    by_id = {r.id: r for r in records}
-    scorers = audit.recorded_scorers(results)
-    with closing(audit.rescore_all(results_dir, chosen, scorers, rescore_workers(jobs, scorers))) as rescored:
-        for case_id, fields, finding in rescored:
-            if finding:
-                raise SubmissionError(f"{results_dir}: case {finding.case}: {finding.problem}")
-            by_id[case_id] = replace(by_id[case_id], **{k: v for k, v in fields.items() if k in RESCORED_FIELDS})
-    return [by_id[r.id] for r in records]
-
-
-def validate(results_dir: Path, sample: int | None = None, jobs: int | None = None) -> Checked:
-    """Check a results folder end to end and re-score its videos (all, or ``sample`` cases under
-    a seed drawn now) in ``jobs`` processes; raises SubmissionError naming the file, case or field."""
+def check_submission(results_dir: Path) -> tuple[dict, str, list[CaseRecord]]:
+    """Everything a submission must pass before its videos are re-scored (the suite, scorers,
+    cases, summary and videos: see the module's docstring); raises SubmissionError naming the
+    file, case or field. Returns its results.json, the model name and its records."""
     results_path = results_dir / "results.json"
     if not results_path.exists():
         raise SubmissionError(f"{results_path}: not found; run `wcbench run` (or `wcbench score` on an exported "
@@ -300,11 +293,7 @@ def validate(results_dir: Path, sample: int | None = None, jobs: int | None = No
                 raise SubmissionError(f"{where}: results.json's {key} differs from the case record's")
     _check_summary(results, results_path, suite, records)
     _check_videos(results_dir, cases, records)
-    chosen, seed = _choose(records, sample, results["mode"])
-    started = time.perf_counter()
-    board_records = _rescore(results_dir, results, records, chosen, jobs)
-    return Checked(results, model_name, board_records, {"cases": len(chosen), "of": len(records), "seed": seed},
-                   time.perf_counter() - started)
+    return results, model_name, records
 
 
 def _entry(checked: Checked, results_dir: Path, submitter: str) -> dict:
@@ -326,18 +315,11 @@ def default_submitter() -> str:
     return getpass.getuser()
 
 
-def submit(results_dir: Path, boards: Path, console: Console, sample: int | None = None,
-           submitter: str | None = None, update: bool = False, jobs: int | None = None) -> int:
-    """Validate and re-score (:func:`validate`), then add the board's own row to the suite's
-    board for the run's mode. A model name is one row per submitter: a second submission under
-    it is refused unless ``update``, which replaces the row."""
-    try:
-        submitter = check_name(submitter or default_submitter(), "--submitter")
-    except IdError as err:
-        raise SubmissionError(str(err)) from None
-    checked = validate(results_dir, sample, jobs)
-    results = checked.results
-    suite, mode = results["suite"], results["mode"]
+def add_to_board(boards: Path, checked: Checked, results_dir: Path, submitter: str, update: bool) -> Path:
+    """Add the board's own row for ``checked`` to its suite's board for the run's mode (``.jsonl``,
+    re-rendering ``.md``); returns the ``.jsonl`` path. A model name is one row per submitter: a
+    second row under it is refused unless ``update``, which replaces the row."""
+    suite, mode = checked.results["suite"], checked.results["mode"]
     jsonl = board_path(boards, suite, mode, ".jsonl")
     entries = read_entries(jsonl)
     same = [e for e in entries if (e["model_name"], e.get("submitter")) == (checked.model_name, submitter)]
@@ -347,52 +329,4 @@ def submit(results_dir: Path, boards: Path, console: Console, sample: int | None
     entries = [e for e in entries if e not in same] + [_entry(checked, results_dir, submitter)]
     write_text(jsonl, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
     write_text(board_path(boards, suite, mode, ".md"), render_markdown(suite, entries, mode))
-    rescored = checked.rescored
-    how = (f"all {rescored['of']} cases" if rescored["seed"] is None
-           else f"{rescored['cases']} of {rescored['of']} cases (sample seed {rescored['seed']})")
-    console.print(f"re-scored {how} from their videos in {checked.seconds:.1f} s")
-    console.print(f"accepted: {checked.model_name} on {suite} ({mode}) -> {jsonl}")
-    return print_leaderboard(suite, boards, console, mode)
-
-
-def verify(results_dir: Path, sample: int | None, seed: int | None, console: Console, jobs: int | None = None) -> int:
-    """Check every stored video's hash and re-score a sample of cases (default: at least 3 or
-    10 %, under ``seed`` or one drawn now and printed) with the recorded scorers; flag every case
-    that differs or whose video is missing, and go on to the next. Exit status 1 when any case is
-    flagged."""
-    results_path = results_dir / "results.json"
-    if not results_path.exists():
-        raise SubmissionError(f"{results_path}: not found; nothing to verify")
-    results = read_json(results_path)
-    if results["estimator"]["name"] == "gt":
-        raise SubmissionError("gt-scored runs read the model's poses, not the video: nothing to re-score")
-    scorers = audit.recorded_scorers(results)
-    records = [r for r in load_records(results_dir) if r.is_ok]
-    video_findings = {r.id: audit.check_video(results_dir, r) for r in records}
-    seed = audit.fresh_seed() if seed is None else seed
-    chosen = audit.choose_sample(records, audit.sample_size(len(records), sample), seed)
-    table = Table(title=f"verify {results_dir}: {len(records)} video hashes, {len(chosen)} cases re-scored "
-                        f"(seed {seed})")
-    for column in ("case", "video", "if_acc stored", "if_acc now", "vq stored", "vq now", "verdict"):
-        table.add_column(column)
-    flagged = []
-    readable = [r for r in chosen if video_findings[r.id] is None]
-    with closing(audit.rescore_all(results_dir, readable, scorers, rescore_workers(jobs, scorers))) as rescored:
-        now = {case_id: (fields, finding) for case_id, fields, finding in rescored}
-    for record in sorted(records, key=lambda r: r.id):
-        video_finding = video_findings[record.id]
-        finding, fields = video_finding, None
-        if finding is None and record.id in now:
-            fields, finding = now[record.id]
-        elif finding is None:
-            continue  # hash checked, not in the re-scored sample
-        if finding:
-            flagged.append(finding)
-        video = "ok" if video_finding is None else "missing" if "missing" in video_finding.problem else "changed"
-        table.add_row(record.id, video if video == "ok" else f"[red]{video}[/red]", fmt(record.if_acc),
-                      fmt(fields["if_acc"]) if fields else "-", fmt(record.vq),
-                      fmt(fields["vq"]) if fields else "-", "[red]DIFFERS[/red]" if finding else "[green]same[/green]")
-    Console().print(table)
-    for finding in flagged:
-        console.print(f"[red]flagged[/red] case {finding.case}: {finding.problem}")
-    return 1 if flagged else 0
+    return jsonl

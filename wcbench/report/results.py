@@ -12,7 +12,7 @@ from wcbench.core.environment import environment
 from wcbench.core.storage import neutralize_cell, read_json, write_json, write_text
 from wcbench.report.html import render_report
 from wcbench.report.summary import case_table, summarize, summary_table
-from wcbench.scoring.record import CaseRecord, load_records
+from wcbench.results.record import CaseRecord, load_records
 
 # results.json layout: 2 added schema_version, environment (versions, hardware, time) and "command".
 RESULTS_SCHEMA_VERSION = 2

@@ -2,7 +2,7 @@
 summary.csv and cases.csv, per-clip curves, confusion matrices and the terminal table
 (:mod:`wcbench.report.results` writes them to files, :mod:`wcbench.report.html` the page).
 
-Everything here reads the per-case records (:class:`wcbench.scoring.record.CaseRecord`) and
+Everything here reads the per-case records (:class:`wcbench.results.record.CaseRecord`) and
 never re-scores a video: a report can always be rebuilt from the records alone.
 
 Means are taken over cases (a case is the mean of its clips, a clip the mean of its frame
@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from wcbench.core.actions import NUM_LABELS, NUM_ROTATION, ROTATION_LABELS, TRANSLATION_LABELS, label_hits, label_name
+from wcbench.results.record import CaseRecord
 from wcbench.scoring.quality import COMPONENT_NOTES
-from wcbench.scoring.record import CaseRecord
 
 TRACK_ORDER = ("basic", "combined")
 HORIZON_ORDER = ("short", "mid", "long")

@@ -36,11 +36,12 @@ from wcbench.core.storage import atomic_path
 from wcbench.core.video import VideoReadError, VideoSource
 from wcbench.data.suite import Suite, SuiteError, load_suite
 from wcbench.pose.overlay import UserMask
+from wcbench.results.record import CaseRecord, load_record, record_path, save_record
+from wcbench.results.strip import StripFrames, save_strip, strip_path
+from wcbench.results.videos import sha256_file
 from wcbench.run.pool import map_scored
 from wcbench.run.runner import RunConfig, config_hash
-from wcbench.run.strip import StripFrames, save_strip, strip_path
-from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error, sha256_file
-from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
+from wcbench.scoring.case import CaseScorer, Scorers, frame_count_error
 
 REQUIRED = ("id", "video", "actions")
 OPTIONAL = ("prompt", "fov_deg", "step_translation", "step_degrees", "mask")
@@ -243,7 +244,7 @@ def _decoder_warning(source: VideoSource, video: Path) -> list[str]:
 def score_row(raw: RawRow, base: Path, scorers: Scorers, suite: Suite | None = None,
               mask: str | None = None) -> tuple[CaseRecord, StripFrames | None]:
     """The record of one manifest row (scored, or failed with the reason) and, when scored, the
-    report's strip frames, kept as the video streamed past (:mod:`wcbench.run.strip`). ``mask``:
+    report's strip frames, kept as the video streamed past (:mod:`wcbench.results.strip`). ``mask``:
     the overlay mask of rows that give none (``score --mask``)."""
     values = raw.values
     record = CaseRecord(id=raw.id, track=values.get("track"), horizon=values.get("horizon"),

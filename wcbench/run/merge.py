@@ -13,10 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from wcbench.core.storage import atomic_path, read_json
+from wcbench.results.outdir import IDENTITY_FILE
+from wcbench.results.record import CaseRecord, load_record, load_records, record_path
+from wcbench.results.strip import strip_path
 from wcbench.run.manifest import ManifestError, keep_video, manifest_hash, read_manifest, shard_rows
-from wcbench.run.outdir import IDENTITY_FILE
-from wcbench.run.strip import strip_path
-from wcbench.scoring.record import CaseRecord, load_record, load_records, record_path
 
 
 class MergeError(ValueError):

@@ -4,7 +4,7 @@ Per case: reset the model on the start image, step it clip by clip with the case
 check each clip (frame count, shape, dtype, NaN), append it to the case's video and score it
 as soon as it is complete, so that memory holds one clip, never the whole video. The video
 and then the record are written atomically. A rerun into the same folder skips finished
-cases; a folder made by another command, suite or config is refused (:mod:`wcbench.run.outdir`).
+cases; a folder made by another command, suite or config is refused (:mod:`wcbench.results.outdir`).
 Cases are split across processes (``accelerate launch``) by index; every rank writes its own
 records and rank 0 merges them, so N processes give the same results as one.
 
@@ -37,11 +37,12 @@ from wcbench.data.suite import Case, Suite
 from wcbench.models.base import CaseInfo, WorldModel
 from wcbench.models.frames import FrameError, to_video
 from wcbench.run.isolated import ModelProcessError
-from wcbench.run.strip import StripFrames, save_strip, strip_path
 from wcbench.data.scenes import case_world
+from wcbench.results.record import CaseRecord, load_record, record_path, save_record
+from wcbench.results.strip import StripFrames, save_strip, strip_path
+from wcbench.results.videos import sha256_file
 from wcbench.run.background import CaseScore, CaseSpec, InlineScoring, Scoring, build_scoring
-from wcbench.scoring.case import Scorers, sha256_file
-from wcbench.scoring.record import CaseRecord, load_record, record_path, save_record
+from wcbench.scoring.case import Scorers
 
 DEFAULT_TIMEOUT_S = 600.0
 VIDEO_TEMPLATE = "videos/{id}.avi"  # a case's lossless video, relative to the results folder
@@ -298,7 +299,7 @@ def run_suite(suite: Suite, model: WorldModel, run: RunConfig, scorers: Scorers,
               rank: int = 0, world_size: int = 1, limit: int = 0, progress: Any = None,
               device: str = "cpu", score_workers: int = 0) -> list[CaseRecord]:
     """Run this rank's share of the suite (its first ``limit`` cases when ``limit`` > 0) into
-    ``out_dir``, which the caller has claimed (:func:`wcbench.run.outdir.claim_out_dir`); returns
+    ``out_dir``, which the caller has claimed (:func:`wcbench.results.outdir.claim_out_dir`); returns
     the records it wrote, in the suite's order.
 
     ``progress`` is an optional rich Progress; finished cases (from an earlier, interrupted

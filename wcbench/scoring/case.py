@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -276,18 +274,6 @@ def score_frames(frames: np.ndarray, script: Script, scorers: Scorers, *, prompt
                         true_poses=true_poses, mask=mask)
     scorer.add(frames)
     return scorer.finish(commanded_poses)
-
-
-def sha256_file(path: str | Path) -> str:
-    """Content hash of a stored video (a file, or every frame file of a folder in order)."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- one clip (the trainer's reward)

@@ -35,11 +35,10 @@ from wcbench.core.camera import Thresholds
 from wcbench.core.environment import this_process_uses_a_gpu
 from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
-from wcbench.pose import build_estimator
 from wcbench.report.summary import summarize
+from wcbench.results.scorers import build_scorers
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
-from wcbench.scoring.quality import build_quality_scorer
 from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
 from wctrain.config import TrainerConfig, to_trainer_config
 from wctrain.experimental.sample_rollout import rollout_sample_level
@@ -119,7 +118,7 @@ def build_model(cfg: TrainerConfig, accelerator: Any) -> nn.Module:
 def reward_scorers(cfg: TrainerConfig) -> Scorers:
     """The benchmark's scorers the rewards call; their header (estimator name, version and
     thresholds, quality scorer and version) is recorded with the run and its export."""
-    return Scorers(build_estimator(cfg.reward.estimator), build_quality_scorer(cfg.reward.quality))
+    return build_scorers({"estimator": {"name": cfg.reward.estimator}, "quality": {"name": cfg.reward.quality}})
 
 
 def build_run_rewards(cfg: TrainerConfig, suite: Suite, scorers: Scorers) -> dict[str, Reward]:
@@ -318,7 +317,7 @@ def evaluate(model: nn.Module, cfg: TrainerConfig, out_dir: Path) -> dict:
     suite = load_suite(cfg.eval.suite)
     if cfg.eval.limit:
         suite = replace(suite, cases=suite.cases[:cfg.eval.limit])
-    scorers = Scorers(build_estimator("opencv"), build_quality_scorer("default"))
+    scorers = build_scorers({"estimator": {"name": "opencv"}, "quality": {"name": "default"}})
     records = run_suite(suite, TrainableWorldModelAdapter(build_frozen_copy(model)), RunConfig(model=cfg.model),
                         scorers, out_dir, device=str(next(model.parameters()).device))
     return summarize(records)

@@ -19,7 +19,7 @@ import numpy as np
 
 from wcbench.core.ids import id_path
 from wcbench.core.storage import atomic_path
-from wcbench.scoring.record import CaseRecord
+from wcbench.results.record import CaseRecord
 
 STRIP_WIDTH = 256  # px per frame; the report draws each about 180 px wide (1.65 in at 110 dpi)
 STRIP_SUFFIX = ".strip.npz"
