@@ -3,7 +3,7 @@
 
 import pytest
 
-from wcbench.core.settings import RunSettings, SettingsError, load_settings
+from wcbench.core.settings import RunSettings, SettingsError, load_run_settings as load_settings
 
 
 def test_defaults_are_the_typed_settings():
