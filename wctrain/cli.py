@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 
-from hydra.errors import ConfigCompositionException
 from rich.console import Console
 
 from wcbench.core.settings import settings_help
@@ -61,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[yellow]interrupted[/yellow]: rerun the same command to resume from the last checkpoint")
         return 130
     except Exception as err:  # noqa: BLE001 - one readable line unless debugging
-        bad_input = (ValueError, FileNotFoundError, ConfigCompositionException)
+        bad_input = (ValueError, FileNotFoundError)  # a bad setting is a ValueError (SettingsError)
         if os.environ.get("WCBENCH_DEBUG") or not isinstance(err, bad_input):
             raise
         console.print(f"[red]error:[/red] {err}")

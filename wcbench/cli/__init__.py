@@ -8,7 +8,8 @@
     wcbench calibrate --estimator opencv                              choose an estimator's thresholds
     wcbench submit runs/oracle | verify runs/oracle | leaderboard wc-mini
 
-Scorer settings are hydra overrides after the options: ``estimator=gt seed=3 mode=worldcompass-compat``.
+Settings are key=value after the options: ``estimator=gt seed=3 mode=worldcompass-compat`` (every setting,
+its default and meaning: ``wcbench run --help-settings``).
 Exit status: 0 all cases scored, 1 some cases failed, 2 bad input (the message says what to fix).
 """
 

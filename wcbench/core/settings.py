@@ -121,29 +121,42 @@ def _unknown(key: str, item: str, kinds: dict[str, str], see_also: str) -> Setti
     return SettingsError(f"unknown setting {bad!r} in {item!r}.{hint} Known {where}: {', '.join(siblings)}{tail}")
 
 
+def _kinds(schema: type, groups: tuple[str, ...]) -> dict[str, str]:
+    """Every key a setting may have, dotted: "value", "dict" (free sub-keys), "section" (a
+    dataclass of settings) or "group" (a hydra config group, such as ``recipe``)."""
+    kinds = {name: "group" for name in groups}
+    for key, _, hint in _settings(schema):
+        kinds[key] = "section" if dataclasses.is_dataclass(hint) else "dict" if _is_dict(hint) else "value"
+    return kinds
+
+
+def _is_free_key(key: str, item: str, kinds: dict[str, str], see_also: str) -> bool:
+    """Whether ``key`` is a dict setting or a key inside one; a key that is no setting at all is
+    refused (SettingsError, with "did you mean")."""
+    parts = key.split(".")
+    if kinds.get(key) == "dict" or any(kinds.get(".".join(parts[:i])) == "dict" for i in range(1, len(parts))):
+        return True
+    if key in kinds:
+        return False
+    parent = ".".join(parts[:-1])
+    if kinds.get(parent) in ("value", "group"):
+        dicts = ", ".join(k for k, kind in kinds.items() if kind == "dict")
+        raise SettingsError(f"{item!r}: {parent!r} has no sub-keys (only {dicts} do)")
+    raise _unknown(key, item, kinds, see_also)
+
+
 def normalise_overrides(schema: type, overrides: list[str], groups: tuple[str, ...] = (),
                         see_also: str = "") -> list[str]:
     """Check every override's key against ``schema`` (config groups ``groups`` besides) and let a
     dict setting take ``key.sub=value`` without hydra's ``+``. Raises SettingsError with "did you mean"."""
-    kinds = {name: "group" for name in groups}
-    for key, _, hint in _settings(schema):
-        kinds[key] = "section" if dataclasses.is_dataclass(hint) else "dict" if _is_dict(hint) else "value"
+    kinds = _kinds(schema, groups)
     out = []
     for item in overrides:
         if "=" not in item:
             raise SettingsError(f"unexpected argument {item!r}: settings are key=value"
                                 + (f" ({see_also})" if see_also else ""))
         prefix, key, value = _override_key(item)
-        parts = key.split(".")
-        owner = next((".".join(parts[:i]) for i in range(1, len(parts)) if kinds.get(".".join(parts[:i])) == "dict"),
-                     None)
-        if owner is None and key not in kinds:
-            if ".".join(parts[:-1]) in kinds and kinds[".".join(parts[:-1])] in ("value", "group"):
-                leaf = ".".join(parts[:-1])
-                raise SettingsError(f"{item!r}: {leaf!r} has no sub-keys (only "
-                                    f"{', '.join(k for k, v in kinds.items() if v == 'dict')} do)")
-            raise _unknown(key, item, kinds, see_also)
-        if (owner is not None or kinds[key] == "dict") and prefix in ("", "+"):
+        if _is_free_key(key, item, kinds, see_also) and prefix in ("", "+"):
             prefix = "++"  # add or replace keys: hydra would ask for "+" to add one
         out.append(f"{prefix}{key}={value}")
     return out
