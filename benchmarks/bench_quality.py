@@ -248,7 +248,7 @@ def time_score(manifest: Path, out: Path) -> tuple[float, float, float]:
 
 def setup_seconds() -> float:
     """Wall seconds a fresh process takes to import what ``wcbench score`` needs and build its scorers."""
-    code = ("import time; t = time.perf_counter(); from wcbench.cli import build_scorers, load_config; "
+    code = ("import time; t = time.perf_counter(); from wcbench.cli.common import build_scorers, load_config; "
             "import wcbench.run.manifest, wcbench.report.results; build_scorers(load_config([])); "
             "print(time.perf_counter() - t)")
     return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.cli import build_scorers, load_config
+from wcbench.cli.common import build_scorers, load_config
 from wcbench.data.suite import load_suite
 from wcbench.models.oracle import OracleModel
 from wcbench.run.runner import RunConfig, generate_case, run_suite

@@ -19,7 +19,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from wcbench.cli import build_scorers, load_config
+from wcbench.cli.common import build_scorers, load_config
 from wcbench.core.actions import clip_step_ranges, parse_script
 from wcbench.core.video import VideoSource
 from wcbench.scoring.case import clip_view, score_clip_following, score_clip_quality

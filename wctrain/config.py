@@ -1,9 +1,11 @@
 """``wctrain train`` and ``wctrain pretrain`` settings: the one place their defaults live.
 
-The dataclasses below are registered with hydra as the structured schemas of
-``wctrain/conf/train.yaml`` and ``pretrain.yaml``, which only override; any ``key=value`` on
-the command line is checked against these types (a typo or a wrong type is refused before
-anything runs). The comments are the reference documentation of each setting.
+Each dataclass is a group of settings (``rl.*``, ``reward.*``, ...), each field's help is in its
+``metadata``; ``wctrain train --help`` and ``wctrain pretrain --help`` print them.
+``wctrain/conf/train.yaml``, ``pretrain.yaml`` and the presets in ``conf/recipe/`` only override;
+:func:`load_config` composes them with ``key=value`` from the command line through wcbench's
+settings loader, which refuses an unknown key (with the closest known one) or a wrong type
+before anything runs.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
-from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from wcbench.core.settings import DEVICES, load_settings
 from wctrain.rl.schedule import accumulation_plan
 
 CONF_DIR = Path(__file__).parent / "conf"
@@ -24,42 +25,64 @@ STD_SCOPES = ("group", "global")  # reward.std_scope (wctrain.rl.advantages.Adva
 ROLLOUTS = ("clip", "sample")  # sample: G whole videos (the paper's sample-level ablation)
 LOSSES = ("nft", "rwr")        # rwr: reward-weighted regression (the paper's ablation)
 MIXED_PRECISION = ("no", "bf16", "fp16")
-DEVICES = ("auto", "cpu")  # auto: a GPU per process when there are GPUs
+# wctrain places each process itself (auto: a GPU of its own when there are GPUs), so it takes
+# no device=cuda; every other device wcbench knows
+TRAIN_DEVICES = tuple(device for device in DEVICES if device != "cuda")
 
 
 @dataclass
 class RLConfig:
-    steps: int = 450               # with 2 processes: 22-24 min on a 2-core CPU (estimator v8 reward)
-    groups_per_rank: int = 1       # groups each process rolls out per step (gradients accumulate over them)
-    group_size: int = 8            # G candidates of the target clip per group
-    rollout: str = "clip"          # clip: shared prefix, n + G clip generations | sample: G * (n + 1) (ablation)
-    sampler_eta: float = 1.0       # rollouts' ancestral-sampler noise: more spread within a group (0: Euler)
-    explore: float = 1.0           # per-candidate offset on the action embedding (x the table's std; 0: none);
-    #                                only for models that expose ``action_embedding`` (docs/wctrain.md)
-    explore_focus: float = 0.5     # each label's offset x (1 + focus (1 - 2 IF)) by the running IF (0: off)
-    trainable: list[str] | None = None  # module paths to train, at any depth; null: the model's
-    #                                ``trainable_modules`` (tinywm: action_embedding, action_proj), else all;
-    #                                [all]: every weight
-    loss: str = "nft"              # nft | rwr (the ablation)
-    beta: float = 1.0              # NFT's beta
-    lr: float = 1.0e-2             # for the action-embedding table (one row per label: large steps are local)
-    shared_lr: float = 1.0e-3      # for every other trained weight (shared by all labels); ~1e-4 for all weights
-    grad_clip: float = 1.0
-    timestep_fraction: float = 0.5  # share of the sampler's timesteps each candidate trains on
-    top_k: int | None = 3          # best-of-N: train on the top k and bottom k of G (null: all)
-    grad_accum_samples: int | None = None  # an optimiser step (and EMA updates, at the step's one decay)
-    #                                every this many selected candidates of a group (the release: 2, so 3 per
-    #                                step); null: one step over all of them
-    clip_schedule: str = "cycle"   # cycle | progressive
-    ramp_steps: int = 40           # progressive: steps until every clip is reachable
-    episode_clips: int = 4         # training videos are this many clips long (4: 61 frames)
-    combined_fraction: float = 0.8  # share of training episodes from the combined track
-    segment_steps: list[int] = field(default_factory=lambda: [2, 6])  # [min, max] latent steps per segment
-    episode_pool: int = 0          # >0: cycle through this many fixed episodes (0: a new one every step)
-    focus_candidates: int = 6      # label curriculum: pick each episode from this many scripts (1: off)
-    focus_rate: float = 0.1        # how fast the curriculum's running IF per label follows the rollouts
-    focus_floor: float = 0.05      # added to every candidate script's score: followed labels stay drawn
-    seed: int = 0
+    """The RL loop: rollouts, the loss, the optimiser, training episodes and the label curriculum."""
+
+    steps: int = field(default=450, metadata={"help": "training steps"})
+    groups_per_rank: int = field(default=1, metadata={
+        "help": "groups each process rolls out per step (gradients accumulate over them)"})
+    group_size: int = field(default=8, metadata={"help": "G: candidates of the target clip per group"})
+    rollout: str = field(default="clip", metadata={
+        "help": "clip: a shared prefix, then G candidates of the target clip | sample: G whole videos (the paper's "
+                "ablation)"})
+    sampler_eta: float = field(default=1.0, metadata={
+        "help": "the rollouts' ancestral-sampler noise: more spread within a group (0: Euler)"})
+    explore: float = field(default=1.0, metadata={
+        "help": "per-candidate offset on the action embedding, in stds of the embedding table (0: none); only for "
+                "models that expose action_embedding"})
+    explore_focus: float = field(default=0.5, metadata={
+        "help": "scales each label's offset by (1 + focus (1 - 2 IF)) with the label's running IF (0: off)"})
+    trainable: list[str] | None = field(default=None, metadata={
+        "help": "module paths to train, at any depth; null: the model's trainable_modules (tinywm: "
+                "action_embedding, action_proj), else all; [all]: every weight"})
+    loss: str = field(default="nft", metadata={"help": "nft | rwr (reward-weighted regression, the paper's ablation)"})
+    beta: float = field(default=1.0, metadata={"help": "NFT's beta"})
+    lr: float = field(default=1.0e-2, metadata={
+        "help": "learning rate of the action-embedding table (one row per label: large steps stay local)"})
+    shared_lr: float = field(default=1.0e-3, metadata={
+        "help": "learning rate of every other trained weight (shared by all labels); ~1e-4 when training all "
+                "weights"})
+    grad_clip: float = field(default=1.0, metadata={"help": "gradient-norm clip"})
+    timestep_fraction: float = field(default=0.5, metadata={
+        "help": "share of the sampler's timesteps each candidate trains on"})
+    top_k: int | None = field(default=3, metadata={
+        "help": "best-of-N: train on the top k and bottom k of G (null: all)"})
+    grad_accum_samples: int | None = field(default=None, metadata={
+        "help": "an optimiser step (and EMA update, at the step's one decay) every this many selected candidates "
+                "of a group; null: one step over all of them"})
+    clip_schedule: str = field(default="cycle", metadata={
+        "help": "the target clip of each step: cycle (every clip in turn) | progressive (early clips first)"})
+    ramp_steps: int = field(default=40, metadata={"help": "progressive: steps until every clip is reachable"})
+    episode_clips: int = field(default=4, metadata={"help": "clips per training video (4: 61 frames)"})
+    combined_fraction: float = field(default=0.8, metadata={
+        "help": "share of training episodes from the combined track"})
+    segment_steps: list[int] = field(default_factory=lambda: [2, 6], metadata={
+        "help": "[min, max] latent steps per script segment"})
+    episode_pool: int = field(default=0, metadata={
+        "help": "cycle through this many fixed episodes (0: a new one every step)"})
+    focus_candidates: int = field(default=6, metadata={
+        "help": "label curriculum: pick each episode from this many scripts (1: off)"})
+    focus_rate: float = field(default=0.1, metadata={
+        "help": "how fast the curriculum's running IF per label follows the rollouts"})
+    focus_floor: float = field(default=0.05, metadata={
+        "help": "added to every candidate script's score, so scripts of followed labels are still drawn"})
+    seed: int = field(default=0, metadata={"help": "seed of the training episodes and the rollouts"})
 
     def __post_init__(self) -> None:
         # checked here, before any rollout, rather than at the first episode or update
@@ -93,20 +116,24 @@ class RLConfig:
 
 @dataclass
 class RewardConfig:
-    funcs: list[str] = field(default_factory=lambda: ["following"])  # built-in names (following, quality)
-    #                                or pkg.module:function (docs/wctrain.md, "Rewards")
-    weights: list[float] = field(default_factory=lambda: [1.0])  # one per func: A = sum w_k A_k. IF only
-    #                                gained more than IF 0.9 + VQ 0.1 over four seeds, VQ inside the baseline's
-    #                                interval; a reward at weight 0 is scored and logged but not trained on
-    estimator: str = "opencv"      # the following reward's camera-motion estimator
-    quality: str = "default"       # the quality reward's scorer: default | default-drift | hpsv3-worldcompass
-    #                                (the release's HPSv3 drift reward: a GPU and local weights, docs/quality.md)
-    z: float = 2.0                 # advantages clip at +-z before mapping to r in [0, 1]
-    std_scope: str = "group"       # normalise each reward by its group's std | global: one std over every
-    #                                group of every rank (the release's --std_type global; per-clip rewards only)
-    unbiased_std: bool = False     # the unbiased std (ddof 1, torch's default, the release's) instead of ddof 0
-    normalize_weights: bool = False  # divide the weights by their sum (the release's w_k / sum w)
-    eps: float = 1.0e-6            # added to the std (the release: 1e-8)
+    """Rewards: wcbench's scorers (or your functions), their weights and how advantages are normalised."""
+
+    funcs: list[str] = field(default_factory=lambda: ["following"], metadata={
+        "help": "built-in rewards (following, fine_action, quality) or pkg.module:function"})
+    weights: list[float] = field(default_factory=lambda: [1.0], metadata={
+        "help": "one per func: A = sum w_k A_k; a reward at weight 0 is scored and logged but not trained on"})
+    estimator: str = field(default="opencv", metadata={"help": "the following reward's camera-motion estimator"})
+    quality: str = field(default="default", metadata={
+        "help": "the quality reward's scorer: default | default-drift | hpsv3-worldcompass (the release's HPSv3 "
+                "drift reward: a GPU and local weights)"})
+    z: float = field(default=2.0, metadata={"help": "advantages clip at +-z before mapping to r in [0, 1]"})
+    std_scope: str = field(default="group", metadata={
+        "help": "group: normalise each reward by its group's std | global: one std over every group of every rank "
+                "(per-clip rewards only)"})
+    unbiased_std: bool = field(default=False, metadata={
+        "help": "the unbiased std (ddof 1, torch's default) instead of ddof 0"})
+    normalize_weights: bool = field(default=False, metadata={"help": "divide the weights by their sum"})
+    eps: float = field(default=1.0e-6, metadata={"help": "added to the std"})
 
     def __post_init__(self) -> None:
         if not self.funcs:
@@ -130,23 +157,34 @@ class RewardConfig:
 
 @dataclass
 class PolicyConfig:
-    old_max_decay: float = 0.5     # EMA old policy (rollouts and v_old): decay at update n (0-based)
-    old_ramp: float | None = 0.02  # min(old_max_decay, old_min_decay + old_ramp (n - old_flat_steps)),
-    old_min_decay: float = 0.0     # 0 before update old_flat_steps; the release: 0.9, 0.01, 0.2, -1
-    old_flat_steps: int = 0        # (-1: its steps count from 1), recipe=worldcompass-release
-    eval_decay: float = 0.9        # separate EMA for evaluation and the exported model
+    """The EMA old policy (rollouts and v_old) and the EMA model that is evaluated and exported.
+
+    The old policy's decay at update n (0-based) is min(old_max_decay, old_min_decay + old_ramp
+    (n - old_flat_steps)), and old_min_decay before update old_flat_steps.
+    """
+
+    old_max_decay: float = field(default=0.5, metadata={"help": "the old policy's largest EMA decay"})
+    old_ramp: float | None = field(default=0.02, metadata={
+        "help": "the decay's rise per update (null: old_max_decay from the start)"})
+    old_min_decay: float = field(default=0.0, metadata={"help": "the decay at the start of the ramp"})
+    old_flat_steps: int = field(default=0, metadata={
+        "help": "updates before the ramp starts (-1: count updates from 1, as the release does)"})
+    eval_decay: float = field(default=0.9, metadata={"help": "decay of the EMA model that is evaluated and exported"})
 
 
 @dataclass
 class EpisodeDataConfig:
-    """Where training episodes' scripts come from besides the generated ones (``data.*``)."""
+    """Where training episodes' scripts come from besides the generated ones."""
 
-    trajectories: str | None = None  # a folder of WorldPlay pose JSON (one trajectory per file, or a list
-    #                                as the release's --random_pose_path file); null: generated scripts only
-    trajectory_share: float | None = None  # share of episodes drawn from it (null: 1 with trajectories, as
-    #                                the release trains on them alone; 0 without)
-    translation_threshold: float = 1.0e-4  # a latent step translates above this, rotates above
-    rotation_threshold_deg: float = 0.05    # this (the release's rule for its random poses' actions)
+    trajectories: str | None = field(default=None, metadata={
+        "help": "a folder of WorldPlay pose JSON (one trajectory per file, or a list per file); null: generated "
+                "scripts only"})
+    trajectory_share: float | None = field(default=None, metadata={
+        "help": "share of episodes drawn from the trajectories (null: 1 with trajectories, 0 without)"})
+    translation_threshold: float = field(default=1.0e-4, metadata={
+        "help": "a trajectory's latent step counts as a move above this translation"})
+    rotation_threshold_deg: float = field(default=0.05, metadata={
+        "help": "and as a turn above this rotation (degrees)"})
 
     def __post_init__(self) -> None:
         # the null default stays null here (hydra builds its schema from a default instance) and
@@ -170,24 +208,37 @@ class EpisodeDataConfig:
 
 @dataclass
 class EvalConfig:
-    every: int = 450               # held-out wcbench evaluation every N steps (0: never); ~3.5 min for tinywm
-    suite: str = "wc-mini-heldout"  # held out: training episodes never use its scene seeds
-    limit: int = 0                 # only the first N cases (0: all)
+    """The held-out wcbench evaluation during training."""
+
+    every: int = field(default=450, metadata={"help": "evaluate every N steps (0: never)"})
+    suite: str = field(default="wc-mini-heldout", metadata={
+        "help": "the suite; held out: training episodes never use its scene seeds"})
+    limit: int = field(default=0, metadata={"help": "only the first N cases (0: all)"})
 
 
 @dataclass
 class TrainerConfig:
-    run_dir: str = "runs/wctrain"  # checkpoints, metrics.jsonl, final/ (the exported model)
-    model: str = "tinywm"          # a wctrain.models entry point (tinywm, tinywan) or pkg.module:factory
-    model_options: dict[str, Any] = field(default_factory=dict)  # keyword arguments of the factory, e.g.
-    #                                +model_options.checkpoint=PATH
-    suite: str = "wc-mini"         # resolution, field of view and step sizes of training episodes
-    device: str = "auto"           # auto: each process on a GPU of its own when there are GPUs | cpu
-    mixed_precision: str | None = None  # no | bf16 | fp16 (null: what `accelerate launch` was told; no)
-    gradient_checkpointing: bool = False  # for models that support it (enable_gradient_checkpointing())
-    log_with: list[str] = field(default_factory=list)  # accelerate trackers besides metrics.jsonl,
-    #                                e.g. [tensorboard] or [wandb] (the package must be installed)
-    checkpoint_every: int = 10
+    """Settings of ``wctrain train``."""
+
+    run_dir: str = field(default="runs/wctrain", metadata={
+        "help": "checkpoints, metrics.jsonl and final/ (the exported model); rerunning with the same run_dir "
+                "resumes"})
+    model: str = field(default="tinywm", metadata={
+        "help": "a wctrain.models entry point (tinywm, tinywan) or pkg.module:factory"})
+    model_options: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "the factory's keyword arguments, e.g. model_options.checkpoint=PATH"})
+    suite: str = field(default="wc-mini", metadata={
+        "help": "resolution, field of view and step sizes of training episodes"})
+    device: str = field(default="auto", metadata={
+        "help": "auto: each process on a GPU of its own when there are GPUs | cpu"})
+    mixed_precision: str | None = field(default=None, metadata={
+        "help": "no | bf16 | fp16 (null: what `accelerate launch` was told, else no)"})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "for models that support it (enable_gradient_checkpointing())"})
+    log_with: list[str] = field(default_factory=list, metadata={
+        "help": "accelerate trackers besides metrics.jsonl, e.g. [tensorboard] or [wandb] (the package must be "
+                "installed)"})
+    checkpoint_every: int = field(default=10, metadata={"help": "save a checkpoint every N steps"})
     rl: RLConfig = field(default_factory=RLConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -195,7 +246,7 @@ class TrainerConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
-        _choice("device", self.device, DEVICES)
+        _device("device", self.device)
         if self.mixed_precision is not None:
             _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         if self.checkpoint_every < 1:
@@ -207,58 +258,79 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
 
 
+def _device(name: str, value: str) -> None:
+    if value in DEVICES and value not in TRAIN_DEVICES:
+        raise ValueError(f"{name}={value} is not a wctrain device: {name}=auto puts each process on a GPU of its own "
+                         f"when there are GPUs ({name} must be one of {list(TRAIN_DEVICES)})")
+    _choice(name, value, TRAIN_DEVICES)
+
+
 # ---------------------------------------------------------------- wctrain pretrain
 
 @dataclass
 class DataConfig:
     """Rendered training trajectories."""
 
-    suite: str = "wc-mini"  # step sizes and field of view come from this suite
-    num_trajectories: int = 320
-    val_trajectories: int = 16
-    num_steps: int = 15  # latent steps per trajectory (4 * 15 + 1 = 61 frames)
-    basic_fraction: float = 0.95  # the rest are combined-track scripts (few, so RL has something to fix)
-    still_fraction: float = 0.05  # share of segments replaced by 'none' (standing still)
-    segment_steps: list[int] = field(default_factory=lambda: [2, 6])  # latent steps per script segment
-    render_scale: float = 1.5  # render at this multiple of the model size, then area-downsample
-    seed: int = 0
+    suite: str = field(default="wc-mini", metadata={"help": "step sizes and field of view come from this suite"})
+    num_trajectories: int = field(default=320, metadata={"help": "training trajectories"})
+    val_trajectories: int = field(default=16, metadata={"help": "validation trajectories"})
+    num_steps: int = field(default=15, metadata={"help": "latent steps per trajectory (4 * 15 + 1 = 61 frames)"})
+    basic_fraction: float = field(default=0.95, metadata={
+        "help": "share of basic-track scripts; the rest are combined-track (few, so RL has something to fix)"})
+    still_fraction: float = field(default=0.05, metadata={
+        "help": "share of segments replaced by 'none' (standing still)"})
+    segment_steps: list[int] = field(default_factory=lambda: [2, 6], metadata={
+        "help": "[min, max] latent steps per script segment"})
+    render_scale: float = field(default=1.5, metadata={
+        "help": "render at this multiple of the model size, then area-downsample"})
+    seed: int = field(default=0, metadata={"help": "seed of the rendered trajectories"})
 
 
 @dataclass
 class TrainConfig:
     """Optimisation, logging and checkpointing of supervised flow matching."""
 
-    steps: int = 2400
-    batch_size: int = 8  # windows per step
-    clip_latents: int = 4  # latents per window (teacher-forced in parallel)
-    lr: float = 1e-3
-    warmup_steps: int = 100
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    ema_decay: float = 0.995
-    context_noise: float = 0.05  # max std of noise added to context latents (robust autoregression)
-    logit_normal_mean: float = 0.5  # flow times sigma = sigmoid(N(mean, std)): > 0 favours high noise,
-    logit_normal_std: float = 1.0   # where the few-step sampler works and camera motion is decided
-    log_every: int = 20
-    val_every: int = 250
-    checkpoint_every: int = 250
-    time_limit_min: float | None = None  # stop (and export) early after this many minutes
-    seed: int = 0
-    device: str = "auto"  # auto: the GPU when there is one | cpu (bitwise reproducible: GPU kernels need not be)
+    steps: int = field(default=2400, metadata={"help": "training steps"})
+    batch_size: int = field(default=8, metadata={"help": "windows per step"})
+    clip_latents: int = field(default=4, metadata={"help": "latents per window (teacher-forced in parallel)"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate"})
+    warmup_steps: int = field(default=100, metadata={"help": "steps of linear warm-up"})
+    min_lr_ratio: float = field(default=0.1, metadata={"help": "the learning rate decays to this share of lr"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay"})
+    grad_clip: float = field(default=1.0, metadata={"help": "gradient-norm clip"})
+    ema_decay: float = field(default=0.995, metadata={
+        "help": "decay of the EMA model that is exported (0 during warm-up)"})
+    context_noise: float = field(default=0.05, metadata={
+        "help": "max std of noise added to context latents (robust autoregression)"})
+    logit_normal_mean: float = field(default=0.5, metadata={
+        "help": "flow times sigma = sigmoid(N(mean, std)): a mean above 0 favours high noise, where the few-step "
+                "sampler works and camera motion is decided"})
+    logit_normal_std: float = field(default=1.0, metadata={"help": "the std of that normal"})
+    log_every: int = field(default=20, metadata={"help": "log every N steps"})
+    val_every: int = field(default=250, metadata={"help": "validate every N steps"})
+    checkpoint_every: int = field(default=250, metadata={"help": "save a checkpoint every N steps"})
+    time_limit_min: float | None = field(default=None, metadata={
+        "help": "stop (and export) early after this many minutes (null: no limit)"})
+    seed: int = field(default=0, metadata={"help": "seed of the weights' initialisation and the batches"})
+    device: str = field(default="auto", metadata={
+        "help": "auto: the GPU when there is one | cpu (bitwise reproducible: GPU kernels need not be)"})
 
     def __post_init__(self) -> None:
-        _choice("train.device", self.device, DEVICES)
+        _device("train.device", self.device)
 
 
 @dataclass
 class PretrainConfig:
-    run_dir: str = "runs/tinywm-pretrain"
-    export_dir: str | None = None  # where the EMA model is saved at the end (null: RUN_DIR/final)
-    model: str = "tinywm"          # a wctrain.models entry point or pkg.module:factory
-    model_options: dict[str, Any] = field(default_factory=lambda: {"checkpoint": None})  # the factory's
-    #                                arguments; checkpoint=null: a new model (+model_options.KEY=VALUE adds
-    #                                constructor arguments, e.g. +model_options.height=32)
+    """Settings of ``wctrain pretrain``."""
+
+    run_dir: str = field(default="runs/tinywm-pretrain", metadata={
+        "help": "checkpoints and logs; rerunning with the same run_dir resumes"})
+    export_dir: str | None = field(default=None, metadata={
+        "help": "where the EMA model is saved at the end (null: RUN_DIR/final)"})
+    model: str = field(default="tinywm", metadata={"help": "a wctrain.models entry point or pkg.module:factory"})
+    model_options: dict[str, Any] = field(default_factory=lambda: {"checkpoint": None}, metadata={
+        "help": "the factory's arguments; checkpoint=null: a new model (model_options.KEY=VALUE adds constructor "
+                "arguments, e.g. model_options.height=32)"})
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -266,18 +338,14 @@ class PretrainConfig:
 # ---------------------------------------------------------------- composing
 
 SCHEMAS = {"train": TrainerConfig, "pretrain": PretrainConfig}
+GROUPS = {"train": ("recipe",), "pretrain": ()}  # hydra config groups of each command (conf/<group>/)
 
 
 def load_config(name: str, overrides: list[str]) -> Any:
-    """Compose ``conf/<name>.yaml`` (over its structured schema) with hydra ``key=value`` overrides."""
-    bad = [item for item in overrides if "=" not in item]
-    if bad:
-        raise ValueError(f"unexpected argument(s) {bad}: settings are key=value, e.g. rl.steps=20")
-    store = ConfigStore.instance()
-    for schema, node in SCHEMAS.items():
-        store.store(name=f"{schema}_schema", node=node)
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose(config_name=name, overrides=list(overrides))
+    """The checked settings of ``wctrain <name>``: ``conf/<name>.yaml`` over its dataclass, then
+    the ``key=value`` overrides (a SettingsError, a ValueError, names a bad key or value)."""
+    return load_settings(SCHEMAS[name], overrides, CONF_DIR, name, GROUPS[name],
+                         see_also=f"every setting: wctrain {name} --help")
 
 
 def _to_dataclass(cls: type, cfg: Any, parts: dict[str, type]) -> Any:
@@ -288,11 +356,11 @@ def _to_dataclass(cls: type, cfg: Any, parts: dict[str, type]) -> Any:
 
 
 def to_trainer_config(cfg: Any) -> TrainerConfig:
-    """A TrainerConfig from a hydra DictConfig, a nested dict or a TrainerConfig."""
+    """A TrainerConfig from a :func:`load_config` result, a nested dict or a DictConfig."""
     return _to_dataclass(TrainerConfig, cfg, {"rl": RLConfig, "reward": RewardConfig, "policy": PolicyConfig,
                                               "data": EpisodeDataConfig, "eval": EvalConfig})
 
 
 def to_pretrain_config(cfg: Any) -> PretrainConfig:
-    """A PretrainConfig from a hydra DictConfig, a nested dict or a PretrainConfig."""
+    """A PretrainConfig from a :func:`load_config` result, a nested dict or a DictConfig."""
     return _to_dataclass(PretrainConfig, cfg, {"data": DataConfig, "train": TrainConfig})

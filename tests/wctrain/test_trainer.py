@@ -218,18 +218,6 @@ def test_bad_models_and_settings_are_refused_before_training(tmp_path, monkeypat
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
 
 
-def test_config_defaults_live_in_the_dataclasses():
-    """train.yaml only overrides: composed with no overrides, it is TrainerConfig()'s defaults."""
-    import dataclasses
-
-    from omegaconf import OmegaConf
-
-    from wctrain.config import TrainerConfig
-
-    composed = OmegaConf.to_container(load_config("train", []), resolve=True)
-    assert composed == json.loads(json.dumps(dataclasses.asdict(TrainerConfig())))
-
-
 def test_if_reward_rises_on_a_fixed_training_case(tmp_path):
     """The shipped tinywm on one combined clip it follows badly (backward while turning left:
     IF 0.12 at first); a few NFT steps on that clip alone raise it (to about 0.9)."""
