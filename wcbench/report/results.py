@@ -14,7 +14,7 @@ from wcbench.report.html import render_report
 from wcbench.report.summary import case_table, summarize, summary_table
 from wcbench.results.record import CaseRecord, load_records
 
-# results.json layout: 2 added schema_version, environment (versions, hardware, time) and "command".
+# The layout of results.json, recorded in each file: bump it when a field is added or changes meaning.
 RESULTS_SCHEMA_VERSION = 2
 
 

@@ -5,9 +5,9 @@ A record is failed until it is scored. A failed record keeps what was known befo
 failure (its script, prompt, and whatever the case or manifest row gave); a scored one also
 carries its video and hash, per-transition labels, camera paths, confidence and timing. The
 JSON is the dataclass's fields in order, with ``warnings`` and ``decoder_errors`` only when
-there are any and the scored-only fields of a failed record only when known, so the files are
-the ones earlier versions wrote. A file with a field this version does not know, or without
-one it needs, is refused with an error naming the file.
+there are any and the scored-only fields of a failed record only when known, so a record file
+keeps one layout. A file with a field this dataclass does not know, or without one it needs, is
+refused with an error naming the file.
 """
 
 from __future__ import annotations
