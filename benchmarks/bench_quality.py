@@ -311,6 +311,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", default="orderings,costs,score")
     parser.add_argument("--seeds", type=int, default=8, help="videos per synthetic family")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first video (8 with --seeds 8: the held-out seeds 8-15)")
     parser.add_argument("--families", default=None,
                         help=f"comma-separated; default: {','.join(SCENE_FAMILIES)},texture,real")
     parser.add_argument("--repeats", type=int, default=3)
@@ -319,7 +321,7 @@ def main() -> None:
     parts = args.parts.split(",")
     families = args.families.split(",") if args.families else [*SCENE_FAMILIES, "texture", "real"]
     if "orderings" in parts:
-        bench_orderings(families, list(range(args.seeds)))
+        bench_orderings(families, list(range(args.first_seed, args.first_seed + args.seeds)))
     if "costs" in parts:
         bench_costs([(160, 160)] if args.skip_large else [(160, 160), (480, 832)], args.repeats)
     if "score" in parts:
