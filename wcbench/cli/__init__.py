@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from rich.markup import escape
 
@@ -49,12 +50,19 @@ class PrintSettings(argparse.Action):
         parser.exit()
 
 
+def _add_settings(p: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int]) -> None:
+    """The ``key=value`` settings that ``run`` and ``score`` share, their ``--help-settings``, and the command."""
+    p.add_argument("overrides", nargs="*",
+                   help="settings as key=value, e.g. quality=default-drift seed=3 mode=worldcompass-compat "
+                        "(every setting: --help-settings)")
+    p.add_argument("--help-settings", action=PrintSettings, help="print every setting with its default and exit")
+    p.set_defaults(func=func)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wcbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    settings_help = ("settings as key=value, e.g. estimator=gt quality=default-drift seed=3 mode=worldcompass-compat "
-                     "(every setting: --help-settings)")
 
     p = sub.add_parser("run", help="generate and score every case of a suite with a world model",
                        description="Generate each case clip by clip with MODEL, store the video and a record per "
@@ -82,9 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes that score clips while the model makes the next ones (per process under "
                         "accelerate); 0 scores in this process between the model's calls. The numbers do not "
                         "depend on it [1]")
-    p.add_argument("overrides", nargs="*", help=settings_help)
-    p.add_argument("--help-settings", action=PrintSettings, help="print every setting with its default and exit")
-    p.set_defaults(func=cmd_run)
+    _add_settings(p, cmd_run)
 
     p = sub.add_parser("score", help="score videos made elsewhere, listed in a manifest",
                        description="Score every row of a CSV/JSONL manifest (columns id, video, actions; optional "
@@ -111,9 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", default=None, metavar="i/N",
                    help="score only shard i of N (every N-th row from the i-th), into its own --out; then "
                         "`wcbench merge` the N folders (a Slurm array: docs/runs.md)")
-    p.add_argument("overrides", nargs="*", help=settings_help)
-    p.add_argument("--help-settings", action=PrintSettings, help="print every setting with its default and exit")
-    p.set_defaults(func=cmd_score)
+    _add_settings(p, cmd_score)
 
     p = sub.add_parser("merge", help="merge the folders of `wcbench score --shard i/N` runs into one",
                        description="Check that SHARD_DIRS are all N shards of one manifest scored with one config, "
