@@ -17,7 +17,7 @@ Parts (``--parts``, comma-separated):
   160x160 and 480x832 (target: <= 15 ms at 480x832), with the ratio to the target.
 - ``score``: ``wcbench score`` of one 381-frame 480x832 video on 2 cores, against playback at
   24 frames/s (target: faster), for the same frames in each kind of video it meets: the lossless
-  video ``wcbench run`` stores (HuffYUV), the FFV1 of older runs, and the mp4 files users bring
+  video ``wcbench run`` stores (HuffYUV), FFV1 (another lossless codec), and the mp4 files users bring
   (MPEG-4 part 2; H.264 when ``imageio-ffmpeg`` is installed, whose ffmpeg can encode it): file
   size, decoding CPU per frame, wall and CPU time of the whole command; then the CPU the camera
   estimator and the quality scorer take over the clips, and the wall time of the rest of the
@@ -210,14 +210,14 @@ def write_h264(path: Path, frames: np.ndarray, crf: int = 18) -> bool:
 
 def score_formats(folder: Path, frames: np.ndarray) -> dict[str, Path]:
     """The same frames as each kind of video ``wcbench score`` meets: the lossless video ``wcbench
-    run`` stores now (HuffYUV), the FFV1 that earlier runs stored, and the mp4 files users bring
+    run`` stores (HuffYUV), FFV1 (another lossless codec), and the mp4 files users bring
     (MPEG-4 part 2 from OpenCV; H.264 when an encoder is installed)."""
     from wcbench.core.video import write_video
 
-    videos = {"stored (HuffYUV .avi)": folder / "stored.avi", "FFV1 .avi (older runs)": folder / "ffv1.avi",
+    videos = {"stored (HuffYUV .avi)": folder / "stored.avi", "FFV1 .avi": folder / "ffv1.avi",
               "MPEG-4 .mp4 (mp4v)": folder / "mp4v.mp4"}
     write_video(videos["stored (HuffYUV .avi)"], frames)
-    write_with_opencv(videos["FFV1 .avi (older runs)"], frames, "FFV1")
+    write_with_opencv(videos["FFV1 .avi"], frames, "FFV1")
     write_with_opencv(videos["MPEG-4 .mp4 (mp4v)"], frames, "mp4v")
     if write_h264(folder / "h264.mp4", frames):
         videos["H.264 .mp4 (libx264 crf 18)"] = folder / "h264.mp4"
