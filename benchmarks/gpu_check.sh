@@ -17,11 +17,11 @@ if [ "$GPUS" -lt 1 ]; then
 fi
 echo "CUDA devices: $GPUS ($("$PY" -c "import torch; print(torch.cuda.get_device_name(0))"))"
 
-# ---------------------------------------------------------------- HPSv3 quality scorers 
+# ---------------------------------------------------------------- HPSv3 quality scorers
 # Needs: pip install -e ".[hpsv3]", and local weights in WCBENCH_HPSV3_BASE_MODEL (a
 # Qwen2-VL-7B-Instruct folder) and WCBENCH_HPSV3_CHECKPOINT (HPSv3.safetensors), the variables the
-# scorer itself reads; nothing is downloaded. Checks that both
-# definitions load offline, score a rendered 480x832 clip, and rank a blurred copy lower.
+# scorer itself reads; nothing is downloaded. Checks that both definitions load offline, score a
+# rendered 480x832 clip, and rank a blurred copy lower.
 if [[ -n "${WCBENCH_HPSV3_BASE_MODEL:-}" && -n "${WCBENCH_HPSV3_CHECKPOINT:-}" ]]; then
   HF_HUB_OFFLINE=1 "$PY" -m benchmarks.check_hpsv3 --base "$WCBENCH_HPSV3_BASE_MODEL" \
     --checkpoint "$WCBENCH_HPSV3_CHECKPOINT" || status=1
