@@ -126,6 +126,10 @@ class RewardConfig:
     quality: str = field(default="default", metadata={
         "help": "the quality reward's scorer: default | default-drift | hpsv3-worldcompass (the release's HPSv3 "
                 "drift reward: a GPU and local weights)"})
+    jobs: int = field(default=0, metadata={
+        "help": "processes that score a group's clips with the built-in rewards: 0 = this machine's cores shared out "
+                "among its training processes (1 each on a CPU machine running one process per core; learned "
+                "scorers: 1); 1 = in the training process"})
     z: float = field(default=2.0, metadata={"help": "advantages clip at +-z before mapping to r in [0, 1]"})
     std_scope: str = field(default="group", metadata={
         "help": "group: normalise each reward by its group's std | global: one std over every group of every rank "
@@ -143,6 +147,8 @@ class RewardConfig:
                              f"{list(self.funcs)}, {len(self.weights)} weights {list(self.weights)}")
         if len(set(self.funcs)) != len(self.funcs):
             raise ValueError(f"reward.funcs names a reward twice: {list(self.funcs)}")
+        if self.jobs < 0:
+            raise ValueError(f"reward.jobs must be 0 (automatic) or a number of processes, got {self.jobs}")
         if any(w < 0 for w in self.weights):
             raise ValueError(f"reward.weights must be non-negative, got {list(self.weights)}")
         _choice("reward.std_scope", self.std_scope, STD_SCOPES)

@@ -79,3 +79,23 @@ def test_bad_values_and_devices_are_named(capsys):
 def test_options_need_no_plus():
     assert load_config("train", ["model_options.checkpoint=/x"]).model_options == {"checkpoint": "/x"}
     assert load_config("pretrain", ["+model_options.height=32"]).model_options == {"checkpoint": None, "height": 32}
+
+
+def test_reward_jobs_share_out_the_cores_among_training_processes(monkeypatch):
+    """reward.jobs=0: the cores this process may use over the training processes on the machine
+    (at least 1); learned scorers keep one process; a number is taken as given."""
+    from wcbench.results.scorers import build_scorers
+    from wcbench.run import pool
+    from wctrain.rl.trainer import reward_jobs
+
+    cpu = build_scorers({"estimator": {"name": "opencv"}, "quality": {"name": "default"}})
+    monkeypatch.setattr(pool, "available_cores", lambda: 16)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert reward_jobs(load_config("train", []), cpu) == 2
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "32")
+    assert reward_jobs(load_config("train", []), cpu) == 1
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert reward_jobs(load_config("train", []), cpu) == 16
+    assert reward_jobs(load_config("train", ["reward.jobs=3"]), cpu) == 3
+    with pytest.raises(ValueError, match="reward.jobs must be 0"):
+        load_config("train", ["reward.jobs=-1"])

@@ -12,7 +12,8 @@ from wcbench.core.actions import Action, parse_script
 from wcbench.core.camera import StepSizes, intrinsics_from_fov, trajectory_from_actions
 from wcbench.core.video import write_video
 from wcbench.data.scenes.synthetic import build_scene, render_frames
-from wcbench.scoring.case import Scorers, clip_view
+from wcbench.run.pool import ScoringPool
+from wcbench.scoring.case import Scorers, clip_view, score_clip_following
 from wctrain.rl.rewards import (REWARDS, ClipScorer, FollowingReward, QualityReward, RewardContext, build_rewards,
                              score_group)
 
@@ -119,6 +120,28 @@ def test_a_wcbench_scorer_becomes_a_builtin_in_one_registration(lagging_video, m
     views = [clip_view(lagging_video, SCRIPT, n) for n in range(2)]
     values = build_rewards(["rotation_accuracy"], RewardContext(scorers, 75.0))["rotation_accuracy"](views, ["", ""])
     assert values == [score_clip_following(v, scorers, 75.0)[0].if_rot_acc for v in views]
+
+
+def test_a_pool_of_scoring_processes_gives_the_numbers_of_scoring_here(lagging_video, make_scorers, monkeypatch):
+    """reward.jobs: the built-ins score a group's clips in worker processes with exactly the values
+    computed in the training process; user functions and built-ins a pool cannot be sent (made
+    from a lambda) run here."""
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    scorers = make_scorers()
+    REWARDS.register("rotation_accuracy_here")(lambda ctx: ClipScorer(
+        lambda view, scorers, fov: score_clip_following(view, scorers, fov)[0].if_rot_acc, ctx))
+    names = ["following", "quality", "fine_action", "fine_action_latent", "test_rewards:clip_number",
+             "rotation_accuracy_here"]
+    rewards = build_rewards(names, RewardContext(scorers, 75.0))
+    views = [clip_view(lagging_video, SCRIPT, n) for n in (1, 2, 1)]
+    here = score_group(rewards, views, ["a", "b", "c"], latents=4)
+    with ScoringPool(scorers, 2) as pool:
+        pooled = score_group(rewards, views, ["a", "b", "c"], latents=4, pool=pool)
+        assert pool._executor is not None  # the clips went to the workers
+        assert score_group(rewards, views, ["a", "b", "c"], latents=4, pool=pool) == pooled  # the pool is kept
+    assert pooled == here
+    assert here["test_rewards:clip_number"] == [0.0, 1.0, 2.0]
+    assert min(min(v) for v in here["following"]) < 1.0  # the lag shows: not 1 == 1
 
 
 def test_clip_view_bounds():

@@ -60,7 +60,7 @@ def _state(run_dir) -> dict:
 
 
 def _rows(run_dir) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+    return [{k: v for k, v in json.loads(line).items() if not k.startswith("seconds")}
             for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
 
 

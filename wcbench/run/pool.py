@@ -9,7 +9,8 @@ and each opens and streams its own video: the parent never holds a frame, and me
 ``workers`` streaming decoders, not ``workers`` whole videos.
 
 ``wcbench score --jobs N`` uses it over a manifest's rows; anything else that re-scores videos
-(``verify``, ``submit``) can hand it its own module-level ``func``.
+(``verify``, ``submit``) can hand it its own module-level ``func``. A :class:`ScoringPool` keeps
+its processes for many calls (``wctrain`` scores every training step's clips with one).
 """
 
 from __future__ import annotations
@@ -101,43 +102,75 @@ def _run_job(func: Callable[[Any, Any], Any], job: Any) -> Any:
     return func(job, _scorers)
 
 
+class ScoringPool:
+    """``workers`` scoring processes holding ``scorers``, started at the first :meth:`map` and kept
+    for the next (the trainer scores a group every step; starting processes each time would cost
+    more than it saves). With ``workers`` <= 1 everything runs in this process. Close it (or use
+    it as a context manager) to stop the processes."""
+
+    def __init__(self, scorers: Any, workers: int):
+        self.scorers, self.workers = scorers, workers
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            # spawn: a forked copy of a process holding an output folder's lock or a model would inherit both
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_start_worker,
+                                                 initargs=(os.getpid(), pickle.dumps(self.scorers)))
+        return self._executor
+
+    def map(self, func: Callable[[Job, Any], Result], jobs: Iterable[Job]) -> Iterator[Result]:
+        """``func(job, scorers)`` for every job, yielded in the jobs' order (see :func:`map_scored`)."""
+        jobs = list(jobs)
+        if self.workers <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                yield func(job, self.scorers)
+            return
+        pool = self._pool()
+        waiting = iter(jobs)
+        pending: deque[Future] = deque(pool.submit(_run_job, func, job)
+                                       for job in islice(waiting, AHEAD_PER_WORKER * self.workers))
+        done = 0
+        try:
+            while pending:
+                try:
+                    result = pending.popleft().result()
+                except BrokenProcessPool as err:
+                    raise ScoringWorkerError(
+                        f"a scoring worker process died (killed, or out of memory?) with {len(jobs) - done} of "
+                        f"{len(jobs)} jobs unfinished; finished ones are kept: rerun the same command to resume, "
+                        "with fewer --jobs if memory ran out") from err
+                pending.extend(pool.submit(_run_job, func, job) for job in islice(waiting, 1))
+                done += 1
+                yield result
+        finally:
+            for future in pending:  # an error or an abandoned generator: drop what has not started
+                future.cancel()
+
+    def close(self) -> None:
+        """Stop the processes: what has not started is dropped, running jobs finish first."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self) -> ScoringPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def map_scored(func: Callable[[Job, Any], Result], jobs: Iterable[Job], scorers: Any,
                workers: int) -> Iterator[Result]:
     """``func(job, scorers)`` for every job, yielded in the jobs' order.
 
     ``workers`` <= 1 (or a single job) runs in this process, exactly as a plain loop; otherwise
-    in that many fresh processes (``spawn``: a forked copy of a process holding an output
-    folder's lock or a model would inherit both). ``func`` must be a module-level function and
-    jobs and results picklable. An exception in ``func`` is raised here, with the worker's
-    traceback as its cause, as it would be in a loop; a worker that dies raises
-    :class:`ScoringWorkerError`.
+    in that many fresh processes (:class:`ScoringPool`), stopped when the last result is
+    yielded. ``func`` must be a module-level function and jobs and results picklable. An
+    exception in ``func`` is raised here, with the worker's traceback as its cause, as it would
+    be in a loop; a worker that dies raises :class:`ScoringWorkerError`.
     """
     jobs = list(jobs)
-    workers = min(workers, len(jobs))
-    if workers <= 1:
-        for job in jobs:
-            yield func(job, scorers)
-        return
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                               initargs=(os.getpid(), pickle.dumps(scorers)))
-    try:
-        waiting = iter(jobs)
-        pending: deque[Future] = deque(pool.submit(_run_job, func, job)
-                                       for job in islice(waiting, AHEAD_PER_WORKER * workers))
-        done = 0
-        while pending:
-            try:
-                result = pending.popleft().result()
-            except BrokenProcessPool as err:
-                raise ScoringWorkerError(
-                    f"a scoring worker process died (killed, or out of memory?) with {len(jobs) - done} of "
-                    f"{len(jobs)} jobs unfinished; finished ones are kept: rerun the same command to resume, "
-                    "with fewer --jobs if memory ran out") from err
-            pending.extend(pool.submit(_run_job, func, job) for job in islice(waiting, 1))
-            done += 1
-            yield result
-    finally:
-        # On an error or an abandoned generator, drop what has not started; the running jobs
-        # finish (or were interrupted with this process by Ctrl-C) before the workers exit.
-        pool.shutdown(wait=True, cancel_futures=True)
+    with ScoringPool(scorers, min(workers, len(jobs))) as pool:
+        yield from pool.map(func, jobs)

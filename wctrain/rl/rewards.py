@@ -25,18 +25,22 @@ clip, so a reward and a benchmark number are the same number (``tests/wctrain/te
 
 A built-in is a builder from the run's :class:`RewardContext`; adding one that calls another
 wcbench scorer is one registration (``fine_action`` below), or for any per-clip scorer
-``REWARDS.register(name)(lambda ctx: ClipScorer(score, ctx))``.
+``REWARDS.register(name)(lambda ctx: ClipScorer(score, ctx))``. The built-ins score one clip at a
+time (:class:`PerClipReward`), so :func:`score_group` can hand a group's clips to a pool of scoring
+processes (``reward.jobs``) with the numbers of scoring them here; your own functions run here.
 """
 
 from __future__ import annotations
 
 import importlib
+import pickle
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from wcbench.core.registry import Registry
+from wcbench.run.pool import ScoringPool
 from wcbench.scoring.case import (ClipView, Scorers, score_clip_fine_action, score_clip_following,
                                   score_clip_quality_reward)
 from wcbench.scoring.following import COMPAT_MODE
@@ -55,8 +59,18 @@ class RewardContext:
 REWARDS: Registry[Callable[[RewardContext], Reward]] = Registry("reward")
 
 
+class PerClipReward:
+    """A reward computed clip by clip (:meth:`one`), each clip alone: what a pool may score."""
+
+    def one(self, view: ClipView, prompt: str) -> Any:
+        raise NotImplementedError
+
+    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[Any]:
+        return [self.one(view, prompt) for view, prompt in zip(clips, prompts or [""] * len(clips))]
+
+
 @dataclass
-class FollowingReward:
+class FollowingReward(PerClipReward):
     """Interaction following per latent: each latent's accuracy over its 4 transitions;
     ``accuracy`` ``full`` is the 81-class label (their mean is the clip's ``if_acc`` in
     ``wcbench score``), ``mean`` the mean of translation and rotation accuracy."""
@@ -65,13 +79,12 @@ class FollowingReward:
     fov_deg: float | None = None
     accuracy: str = "full"
 
-    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[list[float]]:
-        return [score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.accuracy).tolist()
-                for view in clips]
+    def one(self, view: ClipView, prompt: str) -> list[float]:
+        return score_clip_following(view, self.scorers, self.fov_deg)[0].step_accuracy(self.accuracy).tolist()
 
 
 @dataclass
-class QualityReward:
+class QualityReward(PerClipReward):
     """Visual quality of a clip with the scorer the benchmark uses (``default``, its drift
     variant ``default-drift``, or ``hpsv3-worldcompass``: pick it when building ``scorers``):
     the clip's vq, or the scorer's own training form where it has one (``hpsv3-worldcompass``:
@@ -79,21 +92,20 @@ class QualityReward:
 
     scorers: Scorers
 
-    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[float]:
-        prompts = prompts or [""] * len(clips)
-        return [score_clip_quality_reward(view, self.scorers, prompt) for view, prompt in zip(clips, prompts)]
+    def one(self, view: ClipView, prompt: str) -> float:
+        return score_clip_quality_reward(view, self.scorers, prompt)
 
 
 @dataclass
-class ClipScorer:
+class ClipScorer(PerClipReward):
     """A reward from any per-clip wcbench scorer ``score(view, scorers, fov_deg) -> float or
     list of floats`` (one per latent)."""
 
     score: Callable[[ClipView, Scorers, float | None], Any]
     context: RewardContext
 
-    def __call__(self, clips: list[ClipView], prompts: list[str] | None = None) -> list[Any]:
-        return [self.score(view, self.context.scorers, self.context.fov_deg) for view in clips]
+    def one(self, view: ClipView, prompt: str) -> Any:
+        return self.score(view, self.context.scorers, self.context.fov_deg)
 
 
 REWARDS.register("following")(lambda ctx: FollowingReward(ctx.scorers, ctx.fov_deg))
@@ -137,7 +149,30 @@ def check_reward_values(name: str, values: Any, clips: list[ClipView], latents: 
     return list(values)
 
 
-def score_group(rewards: dict[str, Reward], views: list[ClipView], prompts: list[str],
-                latents: int) -> dict[str, list]:
-    """Each reward's values for a group's candidates, checked (see :func:`check_reward_values`)."""
-    return {name: check_reward_values(name, reward(views, prompts), views, latents) for name, reward in rewards.items()}
+def _picklable(reward: PerClipReward) -> bool:
+    """Whether a pool can be sent ``reward`` (a built-in made from a lambda cannot: it runs here)."""
+    try:
+        pickle.dumps(reward)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _one_clip(job: tuple[PerClipReward, ClipView, str], scorers: Any) -> Any:
+    """One built-in reward of one clip (what :func:`score_group`'s pool runs)."""
+    reward, view, prompt = job
+    return reward.one(view, prompt)
+
+
+def score_group(rewards: dict[str, Reward], views: list[ClipView], prompts: list[str], latents: int,
+                pool: ScoringPool | None = None) -> dict[str, list]:
+    """Each reward's values for a group's candidates, checked (see :func:`check_reward_values`).
+    With ``pool``, every (built-in reward, clip) pair is scored in its processes at once."""
+    pooled = [name for name, reward in rewards.items()
+              if pool is not None and pool.workers > 1 and isinstance(reward, PerClipReward) and _picklable(reward)]
+    jobs = [(rewards[name], view, prompt) for name in pooled for view, prompt in zip(views, prompts)]
+    values = list(pool.map(_one_clip, jobs)) if jobs else []
+    from_pool = {name: values[k * len(views):(k + 1) * len(views)] for k, name in enumerate(pooled)}
+    return {name: check_reward_values(name, from_pool[name] if name in from_pool else reward(views, prompts),
+                                      views, latents)
+            for name, reward in rewards.items()}

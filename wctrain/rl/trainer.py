@@ -16,6 +16,7 @@ group each compute what one process computes with N groups.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
 from wcbench.report.summary import summarize
 from wcbench.results.scorers import build_scorers
+from wcbench.run.pool import ScoringPool, default_workers
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
@@ -82,6 +84,7 @@ class Run:
     run_dir: Path
     reward_scorers: dict    # the header of the scorers the rewards call (wcbench.scoring.case.Scorers)
     mix: TrajectoryMix | None  # pose trajectories a share of the episodes come from (data.*)
+    reward_pool: ScoringPool  # the processes that score a group's clips (reward.jobs)
 
     @property
     def trained(self) -> nn.Module:
@@ -119,6 +122,15 @@ def reward_scorers(cfg: TrainerConfig) -> Scorers:
     """The benchmark's scorers the rewards call; their header (estimator name, version and
     thresholds, quality scorer and version) is recorded with the run and its export."""
     return build_scorers({"estimator": {"name": cfg.reward.estimator}, "quality": {"name": cfg.reward.quality}})
+
+
+def reward_jobs(cfg: TrainerConfig, scorers: Scorers) -> int:
+    """Scoring processes per training process: ``reward.jobs``, or (0) the cores this process may
+    use shared out among the training processes on this machine (``LOCAL_WORLD_SIZE``, which
+    accelerate sets); 1 with learned scorers (:func:`wcbench.run.pool.default_workers`)."""
+    if cfg.reward.jobs:
+        return cfg.reward.jobs
+    return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
 def build_run_rewards(cfg: TrainerConfig, suite: Suite, scorers: Scorers) -> dict[str, Reward]:
@@ -184,7 +196,8 @@ def build_run(cfg: TrainerConfig) -> Run:
     return Run(cfg, accelerator, prepared, optimizer, old, eval_ema, rewards,
                advantage_config(cfg),
                suite, {c.scene_seed for c in load_suite(cfg.eval.suite).cases},
-               model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header(), mix)
+               model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header(), mix,
+               ScoringPool(scorers, reward_jobs(cfg, scorers)))
 
 
 def old_policy_schedule(cfg: TrainerConfig) -> DecaySchedule:
@@ -335,7 +348,7 @@ def train(cfg: Any) -> Path:
     run = build_run(to_trainer_config(cfg))
     cfg, acc, rl = run.cfg, run.accelerator, run.cfg.rl
     watch = UpdateWatch()
-    with _progress(not acc.is_main_process) as progress:
+    with run.reward_pool, _progress(not acc.is_main_process) as progress:
         task = progress.add_task("train", total=rl.steps, completed=run.state.step, status="")
         for step in range(run.state.step, rl.steps):
             started = time.perf_counter()
@@ -344,9 +357,11 @@ def train(cfg: Any) -> Path:
             episodes = [sample_episode(rl, run.suite, step, group, run.held_out, run.state.label_accuracy, clip,
                                        run.mix) for group in run.groups]
             rollouts = roll_out(run, step, episodes, clip)
+            rolled_out = time.perf_counter()
             # 2. rewards: the benchmark's own scorers (and any user reward), checked for shape
-            scores = [score_group(run.rewards, r.views, [e.prompt] * rl.group_size, r.candidates.shape[1])
-                      for r, e in zip(rollouts, episodes)]
+            scores = [score_group(run.rewards, r.views, [e.prompt] * rl.group_size, r.candidates.shape[1],
+                                  run.reward_pool) for r, e in zip(rollouts, episodes)]
+            scored = time.perf_counter()
             # 3. advantages normalised per group (per latent where a reward is; or by one std pooled
             #    over every group of every rank), best-of-N, r
             pooled_std = pooled_reward_std(run, scores)
@@ -358,7 +373,8 @@ def train(cfg: Any) -> Path:
             update_curriculum(run, episodes, scores, clip)
             row = metrics_row(run, step, scores, advantages, rollouts) | {
                 "loss": loss, "deviation": deviation, "grad_norm": grad_norm, "optimizer_steps": optimizer_steps,
-                "seconds": time.perf_counter() - started}
+                "seconds": time.perf_counter() - started, "seconds_rollout": rolled_out - started,
+                "seconds_rewards": scored - rolled_out}
             watch.observe(deviation, grad_norm)
             run.state.step = step + 1
             # 6. evaluate and checkpoint
