@@ -24,7 +24,7 @@ timed() {  # timed NAME COMMAND...: wall time to OUT/NAME.time
   /usr/bin/time -o "$OUT/$1.time" -f "$1 wall %e s" "${@:2}"; }
 evaluate() {  # evaluate NAME MODEL CHECKPOINT_DIR
   [ -f "$OUT/eval-$1/results.json" ] || \
-    wcbench run --suite wc-mini-heldout --model "$2" "+model_options.checkpoint=$3" --out "$OUT/eval-$1"; }
+    wcbench run --suite wc-mini-heldout --model "$2" "model_options.checkpoint=$3" --out "$OUT/eval-$1"; }
 
 # baseline: the shipped tinywm
 [ -f "$OUT/eval-baseline/results.json" ] || wcbench run --suite wc-mini-heldout --model tinywm --out "$OUT/eval-baseline"

@@ -47,7 +47,7 @@ EOF
 }
 wctrain_check() {
   local common=(rl.steps=2 eval.every=0 checkpoint_every=100 mixed_precision=bf16)
-  local tinywan=(model=tinywan +model_options.checkpoint=null)
+  local tinywan=(model=tinywan model_options.checkpoint=null)
   rm -rf "$OUT"/wctrain-*
   "$PY" -m wctrain train run_dir="$OUT/wctrain-tinywm-1gpu" "${common[@]}"
   wctrain_report "tinywm, 1 GPU, bf16" "$OUT/wctrain-tinywm-1gpu"
