@@ -97,5 +97,9 @@ def test_reward_jobs_share_out_the_cores_among_training_processes(monkeypatch):
     monkeypatch.delenv("LOCAL_WORLD_SIZE")
     assert reward_jobs(load_config("train", []), cpu) == 16
     assert reward_jobs(load_config("train", ["reward.jobs=3"]), cpu) == 3
+    learned = dataclasses.replace(cpu, quality=type("HPS", (), {"name": "hpsv3-worldcompass"})())
+    assert reward_jobs(load_config("train", []), learned) == 1
+    with pytest.raises(ValueError, match="reward.jobs=2 needs weight-free scorers"):
+        reward_jobs(load_config("train", ["reward.jobs=2"]), learned)
     with pytest.raises(ValueError, match="reward.jobs must be 0"):
         load_config("train", ["reward.jobs=-1"])

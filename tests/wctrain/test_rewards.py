@@ -135,7 +135,7 @@ def test_a_pool_of_scoring_processes_gives_the_numbers_of_scoring_here(lagging_v
     rewards = build_rewards(names, RewardContext(scorers, 75.0))
     views = [clip_view(lagging_video, SCRIPT, n) for n in (1, 2, 1)]
     here = score_group(rewards, views, ["a", "b", "c"], latents=4)
-    with ScoringPool(scorers, 2) as pool:
+    with ScoringPool(None, 2) as pool:  # as the trainer: each job carries its reward and scorers
         pooled = score_group(rewards, views, ["a", "b", "c"], latents=4, pool=pool)
         assert pool._executor is not None  # the clips went to the workers
         assert score_group(rewards, views, ["a", "b", "c"], latents=4, pool=pool) == pooled  # the pool is kept

@@ -57,12 +57,16 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def weight_free(scorers: Any) -> bool:
+    """Whether ``scorers`` are the weight-free CPU ones, cheap to build once per process."""
+    return scorers.estimator.name in CPU_ESTIMATORS and scorers.quality.name in CPU_QUALITY
+
+
 def default_workers(scorers: Any) -> int:
     """Processes to score with when the user names none: every available core for the
     weight-free CPU scorers; one for learned ones (HPSv3, learned estimators), which would load
     their weights, often onto one GPU, once per process."""
-    is_cpu = scorers.estimator.name in CPU_ESTIMATORS and scorers.quality.name in CPU_QUALITY
-    return available_cores() if is_cpu else 1
+    return available_cores() if weight_free(scorers) else 1
 
 
 def limit_threads() -> None:

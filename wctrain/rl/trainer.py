@@ -38,7 +38,7 @@ from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
 from wcbench.report.summary import summarize
 from wcbench.results.scorers import build_scorers
-from wcbench.run.pool import ScoringPool, default_workers
+from wcbench.run.pool import ScoringPool, default_workers, weight_free
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
@@ -128,6 +128,10 @@ def reward_jobs(cfg: TrainerConfig, scorers: Scorers) -> int:
     """Scoring processes per training process: ``reward.jobs``, or (0) the cores this process may
     use shared out among the training processes on this machine (``LOCAL_WORLD_SIZE``, which
     accelerate sets); 1 with learned scorers (:func:`wcbench.run.pool.default_workers`)."""
+    if cfg.reward.jobs > 1 and not weight_free(scorers):
+        raise ValueError(f"reward.jobs={cfg.reward.jobs} needs weight-free scorers (estimator opencv or gt, quality "
+                         f"default or default-drift): a learned scorer would go to every process with its weights; "
+                         f"set reward.jobs=0")
     if cfg.reward.jobs:
         return cfg.reward.jobs
     return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
@@ -158,6 +162,7 @@ def build_run(cfg: TrainerConfig) -> Run:
     suite = load_suite(cfg.suite)
     scorers = reward_scorers(cfg)
     rewards = build_run_rewards(cfg, suite, scorers)  # bad reward settings fail before the model loads
+    jobs = reward_jobs(cfg, scorers)
     mix = build_trajectory_mix(cfg)  # ... as do malformed pose files
     trajectories = mix.trajectories.header() if mix else None
     run_dir = Path(cfg.run_dir)
@@ -197,7 +202,7 @@ def build_run(cfg: TrainerConfig) -> Run:
                advantage_config(cfg),
                suite, {c.scene_seed for c in load_suite(cfg.eval.suite).cases},
                model.default_sigmas().to(accelerator.device), state, run_dir, scorers.header(), mix,
-               ScoringPool(scorers, reward_jobs(cfg, scorers)))
+               ScoringPool(None, jobs))  # each job carries its reward and its scorers
 
 
 def old_policy_schedule(cfg: TrainerConfig) -> DecaySchedule:
