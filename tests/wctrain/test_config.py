@@ -86,20 +86,20 @@ def test_reward_jobs_share_out_the_cores_among_training_processes(monkeypatch):
     (at least 1); learned scorers keep one process; a number is taken as given."""
     from wcbench.results.scorers import build_scorers
     from wcbench.run import pool
-    from wctrain.rl.trainer import reward_jobs
+    from wctrain.rl.rewards import reward_jobs
 
     cpu = build_scorers({"estimator": {"name": "opencv"}, "quality": {"name": "default"}})
     monkeypatch.setattr(pool, "available_cores", lambda: 16)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
-    assert reward_jobs(load_config("train", []), cpu) == 2
+    assert reward_jobs(0, cpu) == 2
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "32")
-    assert reward_jobs(load_config("train", []), cpu) == 1
+    assert reward_jobs(0, cpu) == 1
     monkeypatch.delenv("LOCAL_WORLD_SIZE")
-    assert reward_jobs(load_config("train", []), cpu) == 16
-    assert reward_jobs(load_config("train", ["reward.jobs=3"]), cpu) == 3
+    assert reward_jobs(0, cpu) == 16
+    assert reward_jobs(3, cpu) == 3
     learned = dataclasses.replace(cpu, quality=type("HPS", (), {"name": "hpsv3-worldcompass"})())
-    assert reward_jobs(load_config("train", []), learned) == 1
+    assert reward_jobs(0, learned) == 1
     with pytest.raises(ValueError, match="reward.jobs=2 needs weight-free scorers"):
-        reward_jobs(load_config("train", ["reward.jobs=2"]), learned)
+        reward_jobs(2, learned)
     with pytest.raises(ValueError, match="reward.jobs must be 0"):
         load_config("train", ["reward.jobs=-1"])

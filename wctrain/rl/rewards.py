@@ -33,6 +33,7 @@ processes (``reward.jobs``) with the numbers of scoring them here; your own func
 from __future__ import annotations
 
 import importlib
+import os
 import pickle
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -40,7 +41,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from wcbench.core.registry import Registry
-from wcbench.run.pool import ScoringPool
+from wcbench.run.pool import ScoringPool, default_workers, weight_free
 from wcbench.scoring.case import (ClipView, Scorers, score_clip_fine_action, score_clip_following,
                                   score_clip_quality_reward)
 from wcbench.scoring.following import COMPAT_MODE
@@ -147,6 +148,19 @@ def check_reward_values(name: str, values: Any, clips: list[ClipView], latents: 
                          f"latents; a reward returns ({len(clips)},) one per clip, or ({len(clips)}, {latents}) "
                          f"one per latent")
     return list(values)
+
+
+def reward_jobs(jobs: int, scorers: Scorers) -> int:
+    """Scoring processes per training process: ``jobs`` (``reward.jobs``), or for 0 the cores this
+    process may use shared out among the training processes on this machine (``LOCAL_WORLD_SIZE``,
+    which accelerate sets); 1 with learned scorers (:func:`wcbench.run.pool.default_workers`)."""
+    if jobs > 1 and not weight_free(scorers):
+        raise ValueError(f"reward.jobs={jobs} needs weight-free scorers (estimator opencv or gt, quality default or "
+                         f"default-drift): a learned scorer would go to every process with its weights; set "
+                         f"reward.jobs=0")
+    if jobs:
+        return jobs
+    return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
 def _picklable(reward: PerClipReward) -> bool:

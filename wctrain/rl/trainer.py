@@ -16,7 +16,6 @@ group each compute what one process computes with N groups.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -38,7 +37,7 @@ from wcbench.core.storage import write_json
 from wcbench.data.suite import Suite, load_suite
 from wcbench.report.summary import summarize
 from wcbench.results.scorers import build_scorers
-from wcbench.run.pool import ScoringPool, default_workers, weight_free
+from wcbench.run.pool import ScoringPool
 from wcbench.run.runner import RunConfig, run_suite
 from wcbench.scoring.case import Scorers
 from wctrain.checkpoint import append_metrics, load_checkpoint, save_checkpoint, truncate_metrics
@@ -53,7 +52,7 @@ from wctrain.rl.exploration import build_exploration, supports_exploration
 from wctrain.rl.loss import VelocityField, group_loss
 from wctrain.rl.policy import EMA, DecaySchedule, build_frozen_copy
 from wctrain.rl.resume import TrainingState, check_same_reward_scorers, check_same_trajectories
-from wctrain.rl.rewards import Reward, RewardContext, build_rewards, score_group
+from wctrain.rl.rewards import Reward, RewardContext, build_rewards, reward_jobs, score_group
 from wctrain.rl.rollout import Episode, GroupRollout, rollout_clip_level
 from wctrain.rl.schedule import accumulation_plan, target_clip
 from wctrain.rl.trainable import optimizer_groups, resolve_trainable, select_trainable
@@ -124,19 +123,6 @@ def reward_scorers(cfg: TrainerConfig) -> Scorers:
     return build_scorers({"estimator": {"name": cfg.reward.estimator}, "quality": {"name": cfg.reward.quality}})
 
 
-def reward_jobs(cfg: TrainerConfig, scorers: Scorers) -> int:
-    """Scoring processes per training process: ``reward.jobs``, or (0) the cores this process may
-    use shared out among the training processes on this machine (``LOCAL_WORLD_SIZE``, which
-    accelerate sets); 1 with learned scorers (:func:`wcbench.run.pool.default_workers`)."""
-    if cfg.reward.jobs > 1 and not weight_free(scorers):
-        raise ValueError(f"reward.jobs={cfg.reward.jobs} needs weight-free scorers (estimator opencv or gt, quality "
-                         f"default or default-drift): a learned scorer would go to every process with its weights; "
-                         f"set reward.jobs=0")
-    if cfg.reward.jobs:
-        return cfg.reward.jobs
-    return max(1, default_workers(scorers) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-
-
 def build_run_rewards(cfg: TrainerConfig, suite: Suite, scorers: Scorers) -> dict[str, Reward]:
     """The configured rewards, checked against what the curriculum needs."""
     rewards = build_rewards(cfg.reward.funcs, RewardContext(scorers, suite.fov_deg))
@@ -162,7 +148,7 @@ def build_run(cfg: TrainerConfig) -> Run:
     suite = load_suite(cfg.suite)
     scorers = reward_scorers(cfg)
     rewards = build_run_rewards(cfg, suite, scorers)  # bad reward settings fail before the model loads
-    jobs = reward_jobs(cfg, scorers)
+    jobs = reward_jobs(cfg.reward.jobs, scorers)
     mix = build_trajectory_mix(cfg)  # ... as do malformed pose files
     trajectories = mix.trajectories.header() if mix else None
     run_dir = Path(cfg.run_dir)
