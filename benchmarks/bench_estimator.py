@@ -256,8 +256,9 @@ def bench_speed(name: str, workers: list[int], options: dict) -> None:
         start, cpu_start = time.perf_counter(), time.process_time()
         estimator.estimate(decoded, fov_deg=75.0)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-        # On a shared machine the wall time includes waiting for a core; with one worker thread
-        # the CPU time is what an idle machine's wall time would be.
+        # On a shared machine the wall time includes waiting for a core and the CPU time does not;
+        # the CPU time counts every thread of the process (more than the worker threads: an idle
+        # 2-core machine's wall time came out below it), so it is the upper bound to quote.
         print(f"{name} with {count} worker thread(s): {seconds:.2f} s = {len(decoded) / seconds:.0f} frames/s wall, "
               f"{cpu:.2f} s = {len(decoded) / cpu:.0f} frames/s of CPU time "
               f"({seconds / decode_s:.2f}x the decode time)")
