@@ -1,8 +1,8 @@
 """Where a training step's time goes: the rollout, the rewards (wcbench's scorers) and the update,
-and how busy the machine's cores are meanwhile. It decides whether scoring rewards in a
-background pool can pay: the rewards of a group need its whole rollout, and the next step's
-rollout needs this step's update, so scoring can only overlap the generation of another group
-of the same step (``rl.groups_per_rank`` > 1), and only with cores that generation leaves idle.
+and how busy the machine's cores are meanwhile. Scoring cannot run beside generation (a group's
+rewards need its whole rollout, the next rollout needs this step's update), so the question is
+whether ``reward.jobs`` processes scoring a group's clips side by side pay: compare
+``--processes 1 reward.jobs=1`` with ``reward.jobs=2``.
 
     OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.bench_train_phases                  # 30 steps, 2 processes
     OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.bench_train_phases --steps 10 --processes 1

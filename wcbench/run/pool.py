@@ -144,7 +144,8 @@ class ScoringPool:
                     raise ScoringWorkerError(
                         f"a scoring worker process died (killed, or out of memory?) with {len(jobs) - done} of "
                         f"{len(jobs)} jobs unfinished; finished ones are kept: rerun the same command to resume, "
-                        "with fewer --jobs if memory ran out") from err
+                        f"with fewer scoring processes (--jobs, reward.jobs: {self.workers} now) if memory ran "
+                        "out") from err
                 pending.extend(pool.submit(_run_job, func, job) for job in islice(waiting, 1))
                 done += 1
                 yield result
