@@ -47,6 +47,11 @@ Generated video carries things the camera did not do; two steps keep them out:
   are the world and the moving ones are movers (``mover_share``). When too little of the
   picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
   confident label.
+- **Movers before a moving camera** bend the fit over all tracks towards their own motion
+  (forward + yaw read as a sideways step when near walkers cross). :mod:`wcbench.pose.movers`
+  chains tracks that moved alike into groups, fits the largest group (the core) alone, and
+  leaves out the groups its motion does not explain when that makes the rest of the world fit
+  clearly better; they count in ``mover_share`` too.
 
 What each setting was measured on: ``docs/estimator.md``.
 """
@@ -63,8 +68,9 @@ from wcbench.core.camera import Thresholds
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import (PoseEstimate, check_frames, latent_windows, per_transition, poses_from_windows,
                                register_estimator, resolve_intrinsics, thresholds_or_config)
+from wcbench.pose.movers import MoverConfig, moving_world, world_fits_better
 from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
-from wcbench.pose.parallax import Correspondences, measure_window, window_parallax
+from wcbench.pose.parallax import Correspondences, measure_window, parallax_of, window_parallax
 from wcbench.pose.preprocess import WorkingVideo, prepare_gray, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig
 
@@ -104,6 +110,9 @@ class OpenCVEstimatorConfig:
     bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground) ...
     bottom_ratio: float = 0.12  # ... whose parallax is under this x the window's: the motion is not the camera's
     min_world_share: float = 0.25  # under this share of the tracks left to the world, a window is undecided
+    # content moving on its own before a translating camera (see wcbench.pose.movers)
+    segment_movers: bool = True
+    min_segment_tracks: int = 30  # windows with fewer tracks are not segmented
 
 
 @dataclass
@@ -127,7 +136,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "12"
+    version = "13"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
@@ -278,8 +287,7 @@ class OpenCVPoseEstimator:
         num_tracks = len(match.x1)
         if num_tracks < config.min_tracks:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
-        focal = K[0, 0]
-        scale = config.robust_px / focal
+        scale = config.robust_px / K[0, 0]
         world = self.independent_motion(match, gate) if still_world else None
         if world is not None:  # the camera only turns (or stands) while things move before it
             R = geo.fit_rotation(match.x1[world], match.x2[world], scale)
@@ -288,7 +296,44 @@ class OpenCVPoseEstimator:
             fits = geo.compensated_parallax(match.x1[world], match.x2[world], R) < 3.0 * scale
             confidence = min(1.0, int(world.sum()) / config.full_confidence_tracks) * float(np.mean(fits))
             return self._with_movers(WindowMotion(rel, 0.0, False, confidence, num_tracks), 1.0 - float(world.mean()))
-        R_level, t_dir, inliers, sampson = self._level_motion(match, scale)
+        level = self._level_motion(match, scale)
+        motion = self._fitted_motion(match, K, gate, *level)
+        # a coding grid's blocks break the flow field into groups of their own: no segmentation there
+        if not (config.segment_movers and still_world and motion.is_moving and num_tracks >= config.min_segment_tracks):
+            return motion
+        azimuths = np.append(_AZIMUTH_STARTS, geo.planar_azimuth(level[1]))
+        movers = MoverConfig()
+        world = moving_world(match.tracks.first, match.tracks.last, match.x1, match.x2, level[3], scale, azimuths,
+                             config.max_refine_points, movers)
+        if world is None:
+            return motion
+        in_world = self._world_part(match, world, K)
+        world_level = self._level_motion(in_world, scale)
+        if not world_fits_better(level[3][world], world_level[3], scale, movers):
+            return motion
+        return self._with_movers(self._fitted_motion(in_world, K, gate, *world_level), 1.0 - float(world.mean()))
+
+    def _world_part(self, match: Correspondences, world: np.ndarray, K: np.ndarray) -> Correspondences:
+        """``match`` restricted to the tracks ``world``, its rotation-only fit and parallax redone."""
+        focal = K[0, 0]
+        in_inside = world[match.inside]
+        x1, x2 = match.x1[world], match.x2[world]
+        R_rot = geo.fit_rotation(x1, x2, self.config.robust_px / focal)
+        inside = match.inside[world]
+        tracks = match.tracks.subset(world)
+        residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
+        return replace(match, tracks=tracks, x1=x1, x2=x2, R_rot=R_rot, inside=inside,
+                       coherent_px=parallax_of(match.steady_px[in_inside], self.config),
+                       rotation_px=window_parallax(tracks.first[inside], residual_px[inside], self.config),
+                       fixed_px=match.fixed_px[in_inside], steady_px=match.steady_px[in_inside])
+
+    def _fitted_motion(self, match: Correspondences, K: np.ndarray, gate: float, R_level: np.ndarray,
+                       t_dir: np.ndarray, inliers: np.ndarray, sampson: np.ndarray) -> WindowMotion:
+        """The window's motion from its 4-DoF fit (``R_level``, ``t_dir``, its inliers and Sampson
+        residuals) and its rotation-only fit."""
+        config = self.config
+        focal = K[0, 0]
+        num_tracks = len(match.x1)
         # only the parallax a translation explains counts: what the 4-DoF fit leaves too is the
         # content warping (a generated video's wobble), not the camera moving
         unexplained_px = window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal, config)
@@ -303,7 +348,8 @@ class OpenCVPoseEstimator:
             inlier_share = float(np.mean(inliers))
         else:
             R = match.R_rot
-            inlier_share = float(np.mean(geo.compensated_parallax(match.x1, match.x2, R) < 3.0 * scale))
+            fits = geo.compensated_parallax(match.x1, match.x2, R) < 3.0 * config.robust_px / focal
+            inlier_share = float(np.mean(fits))
         rel = np.eye(4)
         rel[:3, :3] = R
         rel[:3, 3] = length * t_dir

@@ -39,6 +39,8 @@ class Correspondences:
     t_essential: np.ndarray | None
     # per inside track, its steady motion (px) with no rotation undone and no neighbourhood median
     fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # per inside track, the steady parallax (px) coherent_px is the quantile of (see steady_lengths)
+    steady_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def measure_window(window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray, tracker: TrackerConfig,
@@ -60,11 +62,12 @@ def measure_window(window: list[np.ndarray], plain_first: np.ndarray, K: np.ndar
     R_rot = geo.fit_rotation(x1, x2, config.robust_px / focal)
     residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
     tensors = _structure_at(window[0], tracks.first, config.tracker.win_size)
-    coherent_px = parallax_of(steady_lengths(tracks, x1, R_rot, K, tensors, inside, config), config)
+    steady_px = steady_lengths(tracks, x1, R_rot, K, tensors, inside, config)
     fixed_px = steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, config, smooth=False)
     rotation_px = window_parallax(tracks.first[inside], residual_px[inside], config)
     R_e, t_e = _essential_pose(tracks, K, config)
-    return Correspondences(tracks, x1, x2, R_rot, coherent_px, rotation_px, inside, R_e, t_e, fixed_px)
+    return Correspondences(tracks, x1, x2, R_rot, parallax_of(steady_px, config), rotation_px, inside, R_e, t_e,
+                           fixed_px, steady_px)
 
 
 def parallax_of(lengths: np.ndarray, config: OpenCVEstimatorConfig) -> float:
