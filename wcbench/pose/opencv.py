@@ -34,7 +34,7 @@ parallax to read at small resolutions. The frames are first made gray at a worki
    beyond what the rotation explains. Whether it translated is the calibrated threshold's
    call (``wcbench calibrate`` over every scene family), not the gate's.
 
-Generated video carries things the camera did not do; two steps keep them out:
+Generated video carries things the camera did not do; three steps keep them out:
 
 - **Burnt-in overlays** (a keyboard HUD, a watermark, a logo, letterbox bars, subtitles) stay
   put while the picture moves, so tracked they vote for "no motion".
