@@ -29,7 +29,6 @@ from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
 from wcbench.pose.calibration_videos import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
-from wcbench.pose.opencv import _even_subset
 from wcbench.pose.parallax import measure_window
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES
 
@@ -72,7 +71,7 @@ def main() -> None:
         rel = relative_pose(truth[first], truth[last])
         R_true, t_true = rel[:3, :3], rel[:3, 3] / np.linalg.norm(rel[:3, 3])
         R_found, t_found, _, _ = estimator._level_motion(match, scale)
-        subset = _even_subset(len(match.x1), config.max_refine_points)
+        subset = geo.even_subset(len(match.x1), config.max_refine_points)
         x1, x2 = match.x1[subset], match.x2[subset]
 
         def cost(R: np.ndarray, t: np.ndarray) -> float:

@@ -64,6 +64,11 @@ def rotation_angle_deg(R: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0))))
 
 
+def even_subset(count: int, limit: int) -> np.ndarray:
+    """Indices of at most ``limit`` of ``count`` items, evenly spread (all of them when they fit)."""
+    return np.arange(count) if count <= limit else np.linspace(0, count - 1, limit).astype(int)
+
+
 def project(bearings: np.ndarray) -> np.ndarray:
     """Normalised image coordinates (..., 2) of bearings (..., 3)."""
     z = bearings[..., 2:3]

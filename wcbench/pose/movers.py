@@ -69,8 +69,7 @@ def _core_residuals(x1: np.ndarray, x2: np.ndarray, core: np.ndarray, scale: flo
                     max_points: int) -> np.ndarray:
     """Absolute Sampson residuals of every track at the 4-DoF motion fitted on the ``core`` alone."""
     index = np.flatnonzero(core)
-    if len(index) > max_points:
-        index = index[np.linspace(0, len(index) - 1, max_points).astype(int)]
+    index = index[geo.even_subset(len(index), max_points)]
     R_core = geo.fit_rotation(x1[core], x2[core], scale)
     Rs, ts, costs = geo.refine_planar_motion(x1[index], x2[index], R_core[None], starts, scale)
     best = int(np.argmin(costs))
@@ -100,12 +99,16 @@ def moving_world(first: np.ndarray, last: np.ndarray, x1: np.ndarray, x2: np.nda
     if not movers.any() or movers.mean() > config.max_share:
         return None
 
-    def core_error(r: np.ndarray) -> float:  # an outlier counts as 3 robust scales, no more
-        return float(np.sqrt(np.mean(np.minimum(np.abs(r[core]), 3.0 * scale) ** 2)))
-
-    if core_error(all_residuals) < config.min_gain * core_error(residuals):
+    # on the core an outlier counts as 3 robust scales, no more
+    before, after = (np.sqrt(_capped_mean_square(r[core], 3.0 * scale)) for r in (all_residuals, residuals))
+    if before < config.min_gain * after:
         return None
     return ~movers
+
+
+def _capped_mean_square(residuals: np.ndarray, cap: float) -> float:
+    """Mean square of the residuals, each counted up to ``cap``."""
+    return float(np.mean(np.minimum(np.abs(residuals), cap) ** 2))
 
 
 def world_fits_better(all_residuals: np.ndarray, world_residuals: np.ndarray, scale: float,
@@ -119,6 +122,5 @@ def world_fits_better(all_residuals: np.ndarray, world_residuals: np.ndarray, sc
     rest fits any nearby translation about equally well and the gain stays small, so the fit
     over all tracks stands. Movers that bent that fit leave the world clearly worse off."""
     cap = config.truncate * scale
-    before = np.mean(np.minimum(np.abs(all_residuals), cap) ** 2)
-    after = np.mean(np.minimum(np.abs(world_residuals), cap) ** 2)
-    return bool(before >= config.world_gain * max(after, 1e-30))
+    before, after = _capped_mean_square(all_residuals, cap), _capped_mean_square(world_residuals, cap)
+    return before >= config.world_gain * max(after, 1e-30)

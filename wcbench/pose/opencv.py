@@ -128,10 +128,6 @@ class WindowMotion:
     undecided: bool = False  # the still part was too small to tell the camera's motion from the movers'
 
 
-def _even_subset(count: int, limit: int) -> np.ndarray:
-    return np.arange(count) if count <= limit else np.linspace(0, count - 1, limit).astype(int)
-
-
 class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
@@ -237,7 +233,7 @@ class OpenCVPoseEstimator:
         azimuths = _AZIMUTH_STARTS
         if match.t_essential is not None:
             azimuths = np.append(azimuths, geo.planar_azimuth(match.t_essential))
-        subset = _even_subset(len(match.x1), self.config.max_refine_points)
+        subset = geo.even_subset(len(match.x1), self.config.max_refine_points)
         Rs, ts, costs = geo.refine_planar_motion(match.x1[subset], match.x2[subset], np.stack(R_starts), azimuths,
                                                  scale)
         best = int(np.argmin(costs))
