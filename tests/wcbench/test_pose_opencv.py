@@ -130,6 +130,29 @@ def _synthetic_views(R: np.ndarray, t: np.ndarray, count: int = 300, seed: int =
     return points_a / points_a[:, 2:], points_b / points_b[:, 2:]
 
 
+def test_skew_rodrigues_and_sampson_residuals():
+    rng = np.random.default_rng(3)
+    v, w = rng.normal(size=(2, 5, 4, 3))
+    np.testing.assert_allclose(geo.skew(v) @ w[..., None], np.cross(v, w)[..., None], atol=1e-12)
+    np.testing.assert_allclose(geo.rodrigues(np.radians([[0.0, 3.0, 0.0], [-2.0, 0.0, 0.0]])),
+                               np.stack([rot_y(3.0), rot_x(-2.0)]), atol=1e-12)
+    R, t = rot_y(2.0) @ rot_x(1.0), np.array([0.3, 0.0, -0.4])
+    x1, x2 = _synthetic_views(R, t)
+    exact, wrong = geo.essential_from_pose(R, t), geo.essential_from_pose(R, np.array([-0.4, 0.0, 0.3]))
+    residuals = geo.sampson_residuals(np.stack([exact, wrong]), x1, x2)
+    assert residuals.shape == (2, len(x1))
+    assert np.abs(residuals[0]).max() < 1e-12 < np.abs(residuals[1]).min()
+    # a first-order distance: moving x2 along its epipolar line costs nothing, across it about the move
+    line = x1 @ exact.T  # E x1: the line x2 lies on
+    normal = line[:, :2] / np.linalg.norm(line[:, :2], axis=1, keepdims=True)
+    along, across = x2.copy(), x2.copy()
+    along[:, :2] += 1e-4 * normal[:, ::-1] * [1, -1]
+    across[:, :2] += 1e-4 * normal
+    assert np.abs(geo.sampson_residuals(exact[None], x1, along)[0]).max() < 1e-12
+    distance = np.abs(geo.sampson_residuals(exact[None], x1, across)[0])
+    assert np.all((distance > 0.5e-4) & (distance <= 1e-4 + 1e-12))
+
+
 def test_fit_rotation_recovers_a_turn():
     R = rot_y(3.0) @ rot_x(-2.0)
     x1, x2 = _synthetic_views(R, np.zeros(3))

@@ -27,12 +27,11 @@ def compute_bearings(points: np.ndarray, K: np.ndarray) -> np.ndarray:
 def skew(vectors: np.ndarray) -> np.ndarray:
     """Cross-product matrices (..., 3, 3) of vectors (..., 3)."""
     x, y, z = vectors[..., 0], vectors[..., 1], vectors[..., 2]
-    zero = np.zeros_like(x)
-    return np.stack([
-        np.stack([zero, -z, y], axis=-1),
-        np.stack([z, zero, -x], axis=-1),
-        np.stack([-y, x, zero], axis=-1),
-    ], axis=-2)
+    out = np.zeros(vectors.shape[:-1] + (3, 3), np.result_type(vectors, float))
+    out[..., 0, 1], out[..., 0, 2] = -z, y
+    out[..., 1, 0], out[..., 1, 2] = z, -x
+    out[..., 2, 0], out[..., 2, 1] = -y, x
+    return out
 
 
 def rodrigues(rotvecs: np.ndarray) -> np.ndarray:
@@ -208,7 +207,8 @@ def sampson_residuals(E: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> np.ndarr
     """Signed Sampson distances (S, N) of N correspondences under S essential matrices."""
     Ex1 = np.matmul(x1, np.swapaxes(E, 1, 2))  # (S, N, 3); matmul is far faster than einsum here
     Etx2 = np.matmul(x2, E)
-    algebraic = (Ex1 * x2).sum(axis=-1)
+    # summed term by term: the same additions as .sum(axis=-1), without a reduction over a 3-long axis
+    algebraic = Ex1[..., 0] * x2[:, 0] + Ex1[..., 1] * x2[:, 1] + Ex1[..., 2] * x2[:, 2]
     denom = Ex1[..., 0] ** 2 + Ex1[..., 1] ** 2 + Etx2[..., 0] ** 2 + Etx2[..., 1] ** 2
     return algebraic / np.sqrt(np.maximum(denom, 1e-18))
 
