@@ -1,6 +1,7 @@
 """Stressed renders (movers, overlays, wobble, roll) and what the estimator makes of them:
-movers move and are counted, a still camera among movers reads still, an overlay does not
-change the labels, a user's mask reaches the estimator from a manifest and its record."""
+movers move and are counted, a still camera among movers or before a pond reads still, an
+overlay does not change the labels, a user's mask reaches the estimator from a manifest and its
+record."""
 
 import json
 from dataclasses import replace
@@ -84,6 +85,16 @@ def test_a_still_camera_among_walkers_reads_still(estimator):
     still = (Action().translation_label, Action().rotation_label)
     assert np.mean([label == still for label in _labels(estimate, estimator)]) >= 0.8
     assert np.max(estimate.mover_share) > 0.2  # where they moved most, the walkers' tracks were set aside
+
+
+def test_a_still_camera_before_a_rippling_pond_reads_still(estimator):
+    # the pond fills the bottom of the picture; the dry ground beside it stands still
+    layers = _case("street", 7104, "still", Stressors(nonrigid=True)).render_layers(256, 256)
+    still = (Action().translation_label, Action().rotation_label)
+    median_rule = build_estimator("opencv", bottom_still_share=0.5)
+    shares = [np.mean([label == still for label in _labels(rule.estimate(layers.frames, K=layers.K), rule)])
+              for rule in (estimator, median_rule)]
+    assert shares[0] == 1.0 and shares[1] < 0.5
 
 
 def test_a_hud_does_not_change_the_labels_and_is_masked(estimator):

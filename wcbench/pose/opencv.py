@@ -42,8 +42,8 @@ Generated video carries things the camera did not do; three steps keep them out:
   passes a mask) and no track starts or ends in them; ``masked_share`` records how much.
 - **Content moving on its own** (people, animals, vehicles, swaying foliage). A camera that
   stands still while walkers cross must not read as a step: where the window's parallax says
-  "translated" but the tracks low in the frame (the ground near the camera, which any
-  translation moves most) barely moved and enough of the picture stayed put, the still tracks
+  "translated" but part of the tracks low in the frame (the ground near the camera, all of
+  which any translation moves) barely moved and enough of the picture stayed put, the still tracks
   are the world and the moving ones are movers (``mover_share``). When too little of the
   picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
   confident label.
@@ -107,8 +107,9 @@ class OpenCVEstimatorConfig:
     # content moving on its own before a camera that does not translate (see independent_motion)
     still_fraction: float = 0.3  # a track whose own steady parallax is under this x the gate stands still
     min_still_share: float = 0.3  # ... and this share of the tracks must stand still
-    bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground) ...
-    bottom_ratio: float = 0.12  # ... whose parallax is under this x the window's: the motion is not the camera's
+    bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground): where ...
+    bottom_still_share: float = 0.2  # ... this share of them moved ...
+    bottom_ratio: float = 0.12  # ... under this x the window's parallax, the motion is not the camera's
     min_world_share: float = 0.25  # under this share of the tracks left to the world, a window is undecided
     # content moving on its own before a translating camera (see wcbench.pose.movers)
     segment_movers: bool = True
@@ -132,7 +133,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "13"
+    version = "14"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
@@ -248,11 +249,13 @@ class OpenCVPoseEstimator:
         animals, vehicles before a camera that does not translate); None otherwise.
 
         A translating camera moves its nearest content most, and the nearest content of a
-        first-person view is the ground at the bottom of the picture. So when the window's
-        parallax passes the gate but the lowest ``bottom_share`` of the tracks barely move (their
-        median under ``bottom_ratio`` of the window's parallax, and under the gate) while
-        ``min_still_share`` of all tracks stand still, the parallax is not the camera's: the still
-        tracks are the world. Still is judged without undoing any rotation: a rotation fit can
+        first-person view is the ground at the bottom of the picture: it moves all of it. So when
+        the window's parallax passes the gate but part of the lowest ``bottom_share`` of the
+        tracks barely moves (``bottom_still_share`` of them under ``bottom_ratio`` of the window's
+        parallax, and under the gate) while ``min_still_share`` of all tracks stand still, the
+        parallax is not the camera's: the still tracks are the world. Part, not most: a pond
+        rippling or walkers crossing at the bottom of the picture move most of the near ground's
+        tracks, the dry ground beside them none. Still is judged without undoing any rotation: a rotation fit can
         turn with a mover that covers much of the picture, or with the floor under a sideways
         step (which then looks like still ground below moving walls), so the rule is for a camera
         that neither turns nor translates."""
@@ -264,7 +267,7 @@ class OpenCVPoseEstimator:
         limit = min(gate, config.bottom_ratio * match.coherent_px)
         still = match.fixed_px < config.still_fraction * gate
         if (still.mean() < config.min_still_share or np.count_nonzero(still) < config.min_tracks
-                or np.median(match.fixed_px[bottom]) >= limit):
+                or np.quantile(match.fixed_px[bottom], config.bottom_still_share) >= limit):
             return None
         world = np.zeros(len(match.x1), bool)
         world[np.flatnonzero(match.inside)[still]] = True
