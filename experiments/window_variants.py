@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from wcbench.core.actions import parse_script
-from wcbench.core.camera import classify_relative_pose, relative_pose
+from wcbench.core.actions import FRAMES_PER_LATENT, parse_script
+from wcbench.core.camera import classify_relative_pose
 from wcbench.pose import build_estimator, latent_windows
-from wcbench.pose.base import poses_from_windows
+from wcbench.pose.base import spread_window_motion
 from wcbench.pose.calibration_videos import motion_case
 from wcbench.pose.parallax import measure_window
 
@@ -42,10 +42,9 @@ WINDOW_OPTIONS = ("gate_px", "noise_gate", "unexplained_weight", "max_refine_poi
 BINS = ((0.15, 0.30), (0.30, 0.60))
 
 
-def measured(row, family: str, seed: int, size: int, steps: int, cache: Path) -> dict:
-    """One video's windows as the estimator tracks them, with the commanded label and the share of
+def measured(estimator, row, family: str, seed: int, size: int, steps: int, cache: Path) -> dict:
+    """One video's windows as ``estimator`` tracks them, with the commanded label and the share of
     the frame moving on its own per window (from ``cache`` when measured before)."""
-    estimator = build_estimator("opencv")
     path = cache / f"v{estimator.version}-{row.name.replace(' ', '_')}-{family}-{seed}-{size}-{steps}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
@@ -70,13 +69,13 @@ def measured(row, family: str, seed: int, size: int, steps: int, cache: Path) ->
 
 
 def window_labels(estimator, record: dict) -> list[tuple[int, int]]:
-    """The label the estimator's window step gives each cached window."""
+    """The label the estimator's window step gives each transition of each cached window."""
     gate = estimator.moving_gate(record["matches"])
     labels = []
     for match in record["matches"]:
         motion = estimator._window_motion(match, record["K"], gate, record["still_world"])
-        poses = poses_from_windows(5, [(0, 4)], [motion.rel], [1.0]).poses
-        labels.append(classify_relative_pose(relative_pose(poses[3], poses[4]), estimator.thresholds))
+        step = spread_window_motion(motion.rel, FRAMES_PER_LATENT)
+        labels.append(classify_relative_pose(step, estimator.thresholds))
     return labels
 
 
@@ -120,7 +119,7 @@ def main() -> None:
         shares, changed = [], []
         for family in args.families:
             for seed in range(args.seeds[0], args.seeds[1] + 1):
-                record = measured(by_name[name], family, seed, args.size, args.steps, args.cache)
+                record = measured(shipped, by_name[name], family, seed, args.size, args.steps, args.cache)
                 before, after = window_labels(shipped, record), window_labels(trial, record)
                 for index, (wanted, old, new) in enumerate(zip(record["wanted"], before, after)):
                     hits["shipped"].append(old == wanted)

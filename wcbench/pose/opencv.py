@@ -255,10 +255,10 @@ class OpenCVPoseEstimator:
         parallax, and under the gate) while ``min_still_share`` of all tracks stand still, the
         parallax is not the camera's: the still tracks are the world. Part, not most: a pond
         rippling or walkers crossing at the bottom of the picture move most of the near ground's
-        tracks, the dry ground beside them none. Still is judged without undoing any rotation: a rotation fit can
-        turn with a mover that covers much of the picture, or with the floor under a sideways
-        step (which then looks like still ground below moving walls), so the rule is for a camera
-        that neither turns nor translates."""
+        tracks, the dry ground beside them none. Still is judged without undoing any rotation: a
+        rotation fit can turn with a mover that covers much of the picture, or with the floor
+        under a sideways step (which then looks like still ground below moving walls), so the rule
+        is for a camera that neither turns nor translates."""
         config = self.config
         if len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate:
             return None
