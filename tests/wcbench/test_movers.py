@@ -140,4 +140,5 @@ def test_a_huge_mover_that_splits_the_world_into_small_groups_is_left_out():
     before, after = plain.estimate(rendered.frames, K=rendered.K), segmenting.estimate(rendered.frames, K=rendered.K)
     assert _hits(before, plain, actions)[-12:].sum() == 0
     assert _hits(after, segmenting, actions)[-12:].all()
-    assert np.all(after.mover_share[-12:] > 0.1)
+    # part of the mover keeps its place on the screen and is left out as an overlay; the rest as movers
+    assert after.masked_share > 0 and np.all(after.mover_share[-12:] > 0.05)

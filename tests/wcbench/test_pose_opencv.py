@@ -54,7 +54,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "14"
+    assert estimate.units == "parallax" and estimator.version == "15"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -304,6 +304,23 @@ def test_only_noisy_video_is_smoothed_before_tracking():
         assert video_noise(plain.plain) < 1.0
         same = prepare_gray(video, (SIZE, SIZE), contrast_sigma=0.06, denoise_above=1.5)
         assert all(np.array_equal(a, b) for a, b in zip(plain.tracked, same.tracked))
+
+
+def test_contrast_normalisation_leaves_what_is_left_out_alone():
+    """Around a burnt-in bar the picture is normalised on itself: what lies under the bar changes
+    nothing outside it, and the bar is flat mid-grey. Without the mask the bar sets the gain of
+    the picture beside it."""
+    rng = np.random.default_rng(4)
+    picture = cv2.GaussianBlur(rng.uniform(0, 255, (96, 128)).astype(np.float32), (0, 0), 1.5).astype(np.uint8)
+    bar = np.zeros(picture.shape, bool)
+    bar[:16] = True
+    black, white = picture.copy(), picture.copy()
+    black[bar], white[bar] = 0, 255
+    masked = [normalize_contrast(image, 0.06, 8.0, bar) for image in (black, white)]
+    np.testing.assert_array_equal(masked[0], masked[1])
+    assert np.all(masked[0][bar] == 128)
+    plain = [normalize_contrast(image, 0.06, 8.0) for image in (black, white)]
+    assert np.abs(plain[0][~bar].astype(int) - plain[1][~bar]).max() > 20
 
 
 def test_translational_flow_points_out_of_the_focus_of_expansion():

@@ -260,6 +260,16 @@ def robust_cost(residuals: np.ndarray, scale: float) -> np.ndarray:
     return np.log1p((residuals / scale) ** 2).sum(axis=-1)
 
 
+def best_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, azimuth_starts: np.ndarray,
+                       scale: float, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation and unit translation (sign not fixed) of the lowest-cost start of
+    :func:`refine_planar_motion`, refined on an even subset of at most ``max_points`` tracks."""
+    subset = even_subset(len(x1), max_points)
+    Rs, ts, costs = refine_planar_motion(x1[subset], x2[subset], R_starts, azimuth_starts, scale)
+    best = int(np.argmin(costs))
+    return Rs[best], ts[best]
+
+
 def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, azimuth_starts: np.ndarray,
                          scale: float, iterations: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rotation + a translation direction in the camera's horizontal plane (4 DoF, see

@@ -68,12 +68,9 @@ def flow_groups(points: np.ndarray, displacement: np.ndarray, config: MoverConfi
 def _core_residuals(x1: np.ndarray, x2: np.ndarray, core: np.ndarray, scale: float, starts: np.ndarray,
                     max_points: int) -> np.ndarray:
     """Absolute Sampson residuals of every track at the 4-DoF motion fitted on the ``core`` alone."""
-    index = np.flatnonzero(core)
-    index = index[geo.even_subset(len(index), max_points)]
     R_core = geo.fit_rotation(x1[core], x2[core], scale)
-    Rs, ts, costs = geo.refine_planar_motion(x1[index], x2[index], R_core[None], starts, scale)
-    best = int(np.argmin(costs))
-    return np.abs(geo.sampson_residuals(geo.essential_from_pose(Rs[best], ts[best])[None], x1, x2)[0])
+    R, t = geo.best_planar_motion(x1[core], x2[core], R_core[None], starts, scale, max_points)
+    return np.abs(geo.sampson_residuals(geo.essential_from_pose(R, t)[None], x1, x2)[0])
 
 
 def moving_world(first: np.ndarray, last: np.ndarray, x1: np.ndarray, x2: np.ndarray, all_residuals: np.ndarray,

@@ -71,7 +71,7 @@ from wcbench.pose.base import (PoseEstimate, check_frames, latent_windows, per_t
 from wcbench.pose.movers import MoverConfig, moving_world, world_fits_better
 from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
 from wcbench.pose.parallax import Correspondences, measure_window, parallax_of, window_parallax
-from wcbench.pose.preprocess import WorkingVideo, prepare_gray, scale_intrinsics, working_size
+from wcbench.pose.preprocess import WorkingVideo, normalize_contrast, prepare_gray, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig
 
 _AZIMUTH_STARTS = np.radians(np.arange(0.0, 360.0, 45.0))
@@ -133,7 +133,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "14"
+    version = "15"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
@@ -153,8 +153,7 @@ class OpenCVPoseEstimator:
         """Per-frame poses (units ``parallax``, see the module doc) and confidences. ``mask``
         (H, W) bool, True on pixels to leave out (a burnt-in overlay the user knows of), adds to
         the overlays the estimator finds itself (:mod:`wcbench.pose.overlay`)."""
-        video, K_work = self.working_video(frames, K, fov_deg)
-        left_out = self.overlay_mask(video, mask)
+        video, K_work, left_out = self.prepare(frames, K, fov_deg, mask)
         motions = self.estimate_windows(video, K_work, left_out)
         num_frames = len(video.plain)
         windows = latent_windows(num_frames)
@@ -164,6 +163,20 @@ class OpenCVPoseEstimator:
         estimate.mover_share = per_transition(num_frames, windows, [m.mover_share for m in motions])
         estimate.undecided = per_transition(num_frames, windows, [m.undecided for m in motions])
         return estimate
+
+    def prepare(self, frames: np.ndarray, K: np.ndarray | None = None, fov_deg: float | None = None,
+                mask: np.ndarray | None = None) -> tuple[WorkingVideo, np.ndarray, np.ndarray | None]:
+        """The video as the estimator tracks it, its intrinsics at the working size and the
+        pixels tracking leaves out (:meth:`overlay_mask`; None when none). Where something is
+        left out, the tracked frames' contrast is normalised on the picture alone
+        (:func:`~wcbench.pose.preprocess.normalize_contrast`)."""
+        video, K_work = self.working_video(frames, K, fov_deg)
+        left_out = self.overlay_mask(video, mask)
+        if left_out is not None and self.config.contrast_sigma > 0 and not video.compressed:
+            video = replace(video, tracked=[normalize_contrast(gray, self.config.contrast_sigma,
+                                                               self.config.contrast_floor, left_out)
+                                            for gray in video.plain])
+        return video, K_work, left_out
 
     def overlay_mask(self, video: WorkingVideo, user_mask: np.ndarray | None = None) -> np.ndarray | None:
         """Pixels of the working video that tracking leaves out: the overlays found in it and the
@@ -234,11 +247,8 @@ class OpenCVPoseEstimator:
         azimuths = _AZIMUTH_STARTS
         if match.t_essential is not None:
             azimuths = np.append(azimuths, geo.planar_azimuth(match.t_essential))
-        subset = geo.even_subset(len(match.x1), self.config.max_refine_points)
-        Rs, ts, costs = geo.refine_planar_motion(match.x1[subset], match.x2[subset], np.stack(R_starts), azimuths,
-                                                 scale)
-        best = int(np.argmin(costs))
-        R, t_dir = Rs[best], ts[best]
+        R, t_dir = geo.best_planar_motion(match.x1, match.x2, np.stack(R_starts), azimuths, scale,
+                                          self.config.max_refine_points)
         residuals = geo.sampson_residuals(geo.essential_from_pose(R, t_dir)[None], match.x1, match.x2)[0]
         inliers = np.abs(residuals) < 3.0 * scale
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)

@@ -48,7 +48,8 @@ def to_gray(frame: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(gray)
 
 
-def normalize_contrast(gray: np.ndarray, sigma_frac: float, floor: float) -> np.ndarray:
+def normalize_contrast(gray: np.ndarray, sigma_frac: float, floor: float,
+                       left_out: np.ndarray | None = None) -> np.ndarray:
     """Local contrast normalisation: (gray - local mean) / max(local std, ``floor``), Gaussian
     windows of ``sigma_frac`` x the short side, back to uint8 around mid-grey.
 
@@ -56,11 +57,22 @@ def normalize_contrast(gray: np.ndarray, sigma_frac: float, floor: float) -> np.
     as readily as strong texture does; without it the tracks all sit on the few strongly
     textured objects, at one depth, where a turn and a sideways step look alike. It is the same
     operation at every pixel, so the normalised texture moves with the scene (CLAHE's fixed
-    tiles did not: their gain stays put while content moves through them)."""
+    tiles did not: their gain stays put while content moves through them).
+
+    ``left_out`` (True on a burnt-in overlay) is left out of the local statistics and drawn flat
+    mid-grey: a letterbox bar or a HUD panel inside the window would otherwise set the gain of
+    the picture beside it, a pattern that stays put while the content slides past and drags the
+    tracks up to 40 px from the overlay's edge."""
     image = gray.astype(np.float32)
     sigma = sigma_frac * min(image.shape)
-    detail = image - _smooth(image, sigma)
-    spread = np.sqrt(_smooth(detail * detail, sigma))
+    if left_out is None:
+        detail = image - _smooth(image, sigma)
+        spread = np.sqrt(_smooth(detail * detail, sigma))
+    else:
+        weight = (~left_out).astype(np.float32)
+        cover = np.maximum(_smooth(weight, sigma), 1e-3)
+        detail = (image - _smooth(image * weight, sigma) / cover) * weight
+        spread = np.sqrt(_smooth(detail * detail, sigma) / cover)
     return np.clip(128.0 + 40.0 * detail / np.maximum(spread, floor), 0, 255).astype(np.uint8)
 
 
