@@ -38,6 +38,7 @@ from benchmarks.bench_stressors import ALL_FAMILIES, HELD_OUT, rows
 
 WINDOW_OPTIONS = ("gate_px", "noise_gate", "unexplained_weight", "max_refine_points", "full_confidence_tracks",
                   "still_fraction", "min_still_share", "bottom_share", "bottom_still_share", "bottom_ratio",
+                  "two_way_share", "min_standing_share",
                   "min_world_share", "segment_movers", "min_segment_tracks")
 BINS = ((0.15, 0.30), (0.30, 0.60))
 

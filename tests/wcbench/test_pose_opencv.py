@@ -19,6 +19,7 @@ from wcbench.pose.opencv import OpenCVPoseEstimator
 from wcbench.pose.preprocess import normalize_contrast, prepare_gray, scale_intrinsics, video_noise, working_size
 from wcbench.pose.tracking import (
     TrackerConfig,
+    _round_trip,
     chain_dense,
     direct_retrack,
     detect_corners,
@@ -54,7 +55,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "15"
+    assert estimate.units == "parallax" and estimator.version == "16"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -199,6 +200,65 @@ def test_coherent_parallax_ignores_noise_but_not_translation():
     sky = np.where(near[:, None], np.column_stack([np.full(400, 3.0), np.zeros(400)]), 0.0) + noise
     assert geo.coherent_parallax(points, sky, neighbours=20) < 0.3
     assert geo.coherent_parallax(points, sky, neighbours=20, quantile=0.85) > 2.0
+
+
+@pytest.mark.parametrize("neighbours", [5, 6, 20])
+def test_neighbour_median_is_the_median_over_the_nearest_tracks(neighbours):
+    rng = np.random.default_rng(4)
+    points, vectors = rng.uniform(0, 100, (300, 2)), rng.normal(0, 1, (300, 8))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    nearest = np.argsort(distances, axis=1)[:, 1:neighbours + 1]  # itself excluded
+    expected = np.median(vectors[nearest], axis=1)
+    np.testing.assert_array_equal(geo.neighbour_median(points, vectors, neighbours), expected)
+    index = geo.neighbour_index(points, neighbours)
+    np.testing.assert_array_equal(np.sort(index, axis=1), np.sort(nearest, axis=1))
+    np.testing.assert_array_equal(geo.neighbour_median(points, vectors, neighbours, index), expected)
+    assert geo.coherent_parallax(points, vectors[:, :2], neighbours, 0.85, index) == \
+        geo.coherent_parallax(points, vectors[:, :2], neighbours, 0.85)
+    runs = rng.normal(0, 1, (7, 9))
+    np.testing.assert_array_equal(geo.median_last(runs.copy()), np.median(runs, axis=-1))
+
+
+def test_a_round_trip_tracks_each_point_on_its_own():
+    """Points lost on the way out are not tracked back, and what else is tracked changes
+    nothing for a point: the chains track only the points still alive."""
+    grays = _sliding_texture(160, 120, (1.5, -0.75))
+    config = TrackerConfig()
+    corners = detect_corners(grays[0], config)[:40]
+    lost = np.float32([[[-60.0, -60.0]], [[400.0, 300.0]]])  # off the picture
+    moved, home = _round_trip(grays[0], grays[1], np.concatenate([corners, lost]), config, 2)
+    alone, alone_home = _round_trip(grays[0], grays[1], corners, config, 2)
+    assert not home[-2:].any() and alone_home.sum() > 35
+    np.testing.assert_array_equal(home[:-2], alone_home)
+    np.testing.assert_array_equal(moved[:-2], alone)
+
+
+def test_dense_chains_drop_points_lost_on_any_hop():
+    # the right half of the picture turns flat from the third frame on: the grid points there
+    # are lost on the second hop and stay lost; the left half follows the slide throughout
+    grays = _sliding_texture(160, 120, (1.5, 0.0))
+    for k in range(2, 5):
+        grays[k] = np.where(np.arange(160)[None] >= 80, np.uint8(128), grays[k])
+    path = chain_dense(grays, TrackerConfig())
+    assert path.shape[0] == 5 and path.shape[1] > 40
+    assert path[0, :, 0].max() < 80 + TrackerConfig().win_size // 2 + 1  # only where its window still sees the edge
+    inner = path[0, :, 0] > 20
+    np.testing.assert_allclose(np.median(path[:, inner, 0] - path[0, inner, 0], axis=1), 1.5 * np.arange(5), atol=0.1)
+
+
+def test_two_way_share_is_nothing_for_a_translation_and_half_for_back_and_forth():
+    rng = np.random.default_rng(5)
+    x1 = np.column_stack([rng.uniform(-0.6, 0.6, (500, 2)), np.ones(500)])
+    t = np.array([0.3, 0.0, 0.95])
+    inverse_depth = rng.uniform(0.05, 1.0, 500)  # every point in front, at any depth
+    moved = geo.translational_flow(x1, t) * 0.02 * inverse_depth[:, None]
+    x2 = np.column_stack([x1[:, :2] + moved, np.ones(500)])
+    assert geo.two_way_share(x1, x2, np.eye(3), t, 1e-4) == 0.0
+    # the same lengths, each point's way drawn at random: about half the parallax each way
+    flipped = np.column_stack([x1[:, :2] + moved * rng.choice([-1.0, 1.0], (500, 1)), np.ones(500)])
+    assert 0.35 < geo.two_way_share(x1, flipped, np.eye(3), t, 1e-4) <= 0.5
+    # under the floor nothing counts
+    assert geo.two_way_share(x1, flipped, np.eye(3), t, 1.0) == 0.0
 
 
 def test_steady_length_keeps_a_steady_motion_and_cancels_wobble():

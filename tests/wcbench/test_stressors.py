@@ -1,5 +1,5 @@
 """Stressed renders (movers, overlays, wobble, roll) and what the estimator makes of them:
-movers move and are counted, a still camera among movers or before a pond reads still, an
+movers move and are counted, a still camera among movers or before water reads still, an
 overlay does not change the labels, a user's mask reaches the estimator from a manifest and its
 record."""
 
@@ -91,10 +91,23 @@ def test_a_still_camera_before_a_rippling_pond_reads_still(estimator):
     # the pond fills the bottom of the picture; the dry ground beside it stands still
     layers = _case("street", 7104, "still", Stressors(nonrigid=True)).render_layers(256, 256)
     still = (Action().translation_label, Action().rotation_label)
-    median_rule = build_estimator("opencv", bottom_still_share=0.5)
+    median_rule = build_estimator("opencv", bottom_still_share=0.5, two_way_share=1.0)  # the two-way rule off too
     shares = [np.mean([label == still for label in _labels(rule.estimate(layers.frames, K=layers.K), rule)])
               for rule in (estimator, median_rule)]
     assert shares[0] == 1.0 and shares[1] < 0.5
+
+
+def test_a_still_camera_before_water_over_all_the_near_ground_reads_still(estimator):
+    # the pond covers the bottom of the picture, so the still-world rule finds no still ground
+    # there; but the ripples run both ways along any translation fitted to them
+    layers = _case("terrain", 7102, "still", Stressors(nonrigid=True)).render_layers(256, 256)
+    still = (Action().translation_label, Action().rotation_label)
+    one_way = build_estimator("opencv", two_way_share=1.0)
+    rules = (estimator, one_way)
+    estimates = [rule.estimate(layers.frames, K=layers.K) for rule in rules]
+    shares = [np.mean([label == still for label in _labels(e, rule)]) for e, rule in zip(estimates, rules)]
+    assert shares[0] == 1.0 and shares[1] < 0.2
+    assert np.min(estimates[0].mover_share[1:]) > 0.3  # the water's tracks were set aside
 
 
 def test_a_hud_does_not_change_the_labels_and_is_masked(estimator):

@@ -120,15 +120,56 @@ def translational_flow(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     return -(t[None, :2] - x[:, :2] * t[2])
 
 
-def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 6) -> np.ndarray:
+def two_way_share(x1: np.ndarray, x2: np.ndarray, R: np.ndarray, t: np.ndarray, floor: float,
+                  min_tracks: int = 10) -> float:
+    """The share of the parallax left by rotation ``R`` that runs the smaller of the two ways
+    along the flow translation ``t`` predicts (:func:`translational_flow`), each track weighted
+    by its parallax along that flow, counting tracks that moved over ``floor`` (normalised
+    units) along it; 0 with fewer than ``min_tracks`` of them.
+
+    A translation moves every static point one way along its flow, whatever the depth (points
+    in front of the camera), so the share is about 0 however the scene is laid out; rippling
+    water and swaying leaves move back and forth, half each way."""
+    flow = translational_flow(x1, t)
+    along = np.einsum("ni,ni->n", compensated_displacement(x1, x2, R),
+                      flow / np.maximum(np.linalg.norm(flow, axis=1, keepdims=True), 1e-12))
+    along = along[np.abs(along) > floor]
+    if len(along) < min_tracks:
+        return 0.0
+    forward, backward = along[along > 0].sum(), -along[along < 0].sum()
+    return float(min(forward, backward) / (forward + backward))
+
+
+def neighbour_index(points: np.ndarray, neighbours: int = 6) -> np.ndarray:
+    """(N, k) rows of each point's ``neighbours`` nearest points, itself excluded (k is at most
+    N - 1; N >= 2). A window's statistics share one: the k-d tree query costs more than a median."""
+    _, index = cKDTree(points).query(points, k=min(neighbours + 1, len(points)))
+    return index[:, 1:]
+
+
+def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 6,
+                     index: np.ndarray | None = None) -> np.ndarray:
     """Each track's vector replaced by the median over its ``neighbours`` nearest tracks (itself
     excluded; per component, so ``vectors`` (N, D) may stack several frames' displacements):
-    parallax is a smooth field over a surface, tracking noise is not."""
+    parallax is a smooth field over a surface, tracking noise is not. ``index``: the
+    :func:`neighbour_index` of ``points``, when already known."""
     if len(points) < 2:
         return vectors.copy()
-    k = min(neighbours + 1, len(points))
-    _, index = cKDTree(points).query(points, k=k)
-    return np.median(vectors[index[:, 1:]], axis=1)
+    if index is None:
+        index = neighbour_index(points, neighbours)
+    # (D, N, k): each median over a contiguous run
+    return median_last(np.take(np.ascontiguousarray(vectors.T), index, axis=1)).T
+
+
+def median_last(values: np.ndarray) -> np.ndarray:
+    """``np.median(values, axis=-1)`` (the same numbers, NaN aside), partitioning ``values`` in
+    place: faster on the many short runs :func:`neighbour_median` takes medians of."""
+    half = values.shape[-1] // 2
+    if values.shape[-1] % 2:
+        values.partition(half, axis=-1)
+        return values[..., half]
+    values.partition((half - 1, half), axis=-1)
+    return (values[..., half - 1] + values[..., half]) / 2
 
 
 def aperture_weighted(residuals: np.ndarray, tensors: np.ndarray) -> np.ndarray:
@@ -150,16 +191,18 @@ def aperture_weighted(residuals: np.ndarray, tensors: np.ndarray) -> np.ndarray:
     return along_strong[:, None] * v_strong + (ratio * along_weak)[:, None] * v_weak
 
 
-def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int = 6, quantile: float = 0.5) -> float:
+def coherent_parallax(points: np.ndarray, residuals: np.ndarray, neighbours: int = 6, quantile: float = 0.5,
+                      index: np.ndarray | None = None) -> float:
     """The ``quantile`` over tracks of the length of the neighbourhood-median residual vector.
 
     Parallax from translation is a smooth field over the image (neighbouring tracks lie on
     the same surface); tracking noise is not, so the median over each track's nearest
-    neighbours keeps the first and cancels most of the second.
+    neighbours keeps the first and cancels most of the second. ``index``: the points'
+    :func:`neighbour_index`, when already known.
     """
     if len(points) < 2:
         return 0.0
-    smoothed = neighbour_median(points, residuals, neighbours)
+    smoothed = neighbour_median(points, residuals, neighbours, index)
     return float(np.quantile(np.linalg.norm(smoothed, axis=1), quantile))
 
 
@@ -296,9 +339,10 @@ def refine_planar_motion(x1: np.ndarray, x2: np.ndarray, R_starts: np.ndarray, a
         return sampson_residuals(essential_from_pose(R, t), x1, x2)
 
     cost = robust_cost(residuals(params, R_base), scale)
+    trial_base = np.repeat(R_base, 5, axis=0)
     for _ in range(iterations):
         trial = (params[:, None, :] + perturb[None]).reshape(-1, 4)
-        r_all = residuals(trial, np.repeat(R_base, 5, axis=0)).reshape(len(params), 5, -1)
+        r_all = residuals(trial, trial_base).reshape(len(params), 5, -1)
         r0 = r_all[:, 0]
         J = (r_all[:, 1:] - r0[:, None]) / step  # (S, 4, N)
         w = 1.0 / (1.0 + (r0 / scale) ** 2)

@@ -43,9 +43,11 @@ Generated video carries things the camera did not do; three steps keep them out:
 - **Content moving on its own** (people, animals, vehicles, swaying foliage). A camera that
   stands still while walkers cross must not read as a step: where the window's parallax says
   "translated" but part of the tracks low in the frame (the ground near the camera, all of
-  which any translation moves) barely moved and enough of the picture stayed put, the still tracks
-  are the world and the moving ones are movers (``mover_share``). When too little of the
-  picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
+  which any translation moves) barely moved and enough of the picture stayed put, or where
+  the parallax runs both ways along the translation fitted to it (water and leaves moving back
+  and forth) while part of the picture stands still, the still tracks are the world and the
+  moving ones are movers (``mover_share``; :mod:`wcbench.pose.still_camera`). When too little of
+  the picture is left to the world, the window is ``undecided`` (confidence 0) rather than a
   confident label.
 - **Movers before a moving camera** bend the fit over all tracks towards their own motion
   (forward + yaw read as a sideways step when near walkers cross). :mod:`wcbench.pose.movers`
@@ -70,7 +72,8 @@ from wcbench.pose.base import (PoseEstimate, check_frames, latent_windows, per_t
                                register_estimator, resolve_intrinsics, thresholds_or_config)
 from wcbench.pose.movers import MoverConfig, moving_world, world_fits_better
 from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
-from wcbench.pose.parallax import Correspondences, measure_window, parallax_of, window_parallax
+from wcbench.pose.parallax import Correspondences, inside_neighbours, measure_window, parallax_of, window_parallax
+from wcbench.pose.still_camera import still_world_tracks, two_way_world_tracks
 from wcbench.pose.preprocess import WorkingVideo, normalize_contrast, prepare_gray, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig
 
@@ -104,13 +107,16 @@ class OpenCVEstimatorConfig:
     full_confidence_tracks: int = 60
     num_workers: int = 1  # threads tracking windows in parallel (OpenCV releases the GIL)
     detect_overlays: bool = True  # leave burnt-in overlays (HUDs, watermarks, ...) out of tracking
-    # content moving on its own before a camera that does not translate (see independent_motion)
+    # content moving on its own before a camera that does not translate (see still_camera.still_world_tracks)
     still_fraction: float = 0.3  # a track whose own steady parallax is under this x the gate stands still
     min_still_share: float = 0.3  # ... and this share of the tracks must stand still
     bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground): where ...
     bottom_still_share: float = 0.2  # ... this share of them moved ...
     bottom_ratio: float = 0.12  # ... under this x the window's parallax, the motion is not the camera's
     min_world_share: float = 0.25  # under this share of the tracks left to the world, a window is undecided
+    # content moving back and forth (water, foliage) before a camera that does not translate (see still_camera)
+    two_way_share: float = 0.2  # over this share of the parallax against the fitted translation's flow ...
+    min_standing_share: float = 0.1  # ... while this share of the tracks stand still: the camera did not translate
     # content moving on its own before a translating camera (see wcbench.pose.movers)
     segment_movers: bool = True
     min_segment_tracks: int = 30  # windows with fewer tracks are not segmented
@@ -133,7 +139,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "15"
+    version = "16"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
@@ -254,34 +260,16 @@ class OpenCVPoseEstimator:
         sign, _ = geo.cheirality_sign(match.x1[inliers], match.x2[inliers], R, t_dir)
         return R, sign * t_dir, inliers, residuals
 
-    def independent_motion(self, match: Correspondences, gate: float) -> np.ndarray | None:
-        """The tracks of the still world when what moves in the window moves on its own (people,
-        animals, vehicles before a camera that does not translate); None otherwise.
-
-        A translating camera moves its nearest content most, and the nearest content of a
-        first-person view is the ground at the bottom of the picture: it moves all of it. So when
-        the window's parallax passes the gate but part of the lowest ``bottom_share`` of the
-        tracks barely moves (``bottom_still_share`` of them under ``bottom_ratio`` of the window's
-        parallax, and under the gate) while ``min_still_share`` of all tracks stand still, the
-        parallax is not the camera's: the still tracks are the world. Part, not most: a pond
-        rippling or walkers crossing at the bottom of the picture move most of the near ground's
-        tracks, the dry ground beside them none. Still is judged without undoing any rotation: a
-        rotation fit can turn with a mover that covers much of the picture, or with the floor
-        under a sideways step (which then looks like still ground below moving walls), so the rule
-        is for a camera that neither turns nor translates."""
-        config = self.config
-        if len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate:
-            return None
-        heights = match.tracks.first[match.inside, 1]
-        bottom = heights >= np.quantile(heights, 1.0 - config.bottom_share)
-        limit = min(gate, config.bottom_ratio * match.coherent_px)
-        still = match.fixed_px < config.still_fraction * gate
-        if (still.mean() < config.min_still_share or np.count_nonzero(still) < config.min_tracks
-                or np.quantile(match.fixed_px[bottom], config.bottom_still_share) >= limit):
-            return None
-        world = np.zeros(len(match.x1), bool)
-        world[np.flatnonzero(match.inside)[still]] = True
-        return world
+    def _turning_only(self, match: Correspondences, world: np.ndarray, scale: float) -> WindowMotion:
+        """The window's motion when the camera only turns (or stands) and the tracks ``world``
+        are the world: their rotation-only fit; the rest counts in ``mover_share``."""
+        R = geo.fit_rotation(match.x1[world], match.x2[world], scale)
+        rel = np.eye(4)
+        rel[:3, :3] = R
+        fits = geo.compensated_parallax(match.x1[world], match.x2[world], R) < 3.0 * scale
+        confidence = min(1.0, int(world.sum()) / self.config.full_confidence_tracks) * float(np.mean(fits))
+        motion = WindowMotion(rel, 0.0, False, confidence, len(match.x1))
+        return self._with_movers(motion, 1.0 - float(world.mean()))
 
     def _with_movers(self, motion: WindowMotion, mover_share: float) -> WindowMotion:
         """``motion`` read from the world's tracks after ``mover_share`` of them were left out as
@@ -297,16 +285,15 @@ class OpenCVPoseEstimator:
         if num_tracks < config.min_tracks:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         scale = config.robust_px / K[0, 0]
-        world = self.independent_motion(match, gate) if still_world else None
+        world = still_world_tracks(match, gate, config) if still_world else None
         if world is not None:  # the camera only turns (or stands) while things move before it
-            R = geo.fit_rotation(match.x1[world], match.x2[world], scale)
-            rel = np.eye(4)
-            rel[:3, :3] = R
-            fits = geo.compensated_parallax(match.x1[world], match.x2[world], R) < 3.0 * scale
-            confidence = min(1.0, int(world.sum()) / config.full_confidence_tracks) * float(np.mean(fits))
-            return self._with_movers(WindowMotion(rel, 0.0, False, confidence, num_tracks), 1.0 - float(world.mean()))
+            return self._turning_only(match, world, scale)
         level = self._level_motion(match, scale)
         motion = self._fitted_motion(match, K, gate, *level)
+        if still_world and motion.is_moving:  # ... or while water or leaves move back and forth before it
+            world = two_way_world_tracks(match, gate, K[0, 0], *level[:2], config)
+            if world is not None:
+                return self._turning_only(match, world, scale)
         # a coding grid's blocks break the flow field into groups of their own: no segmentation there
         if not (config.segment_movers and still_world and motion.is_moving and num_tracks >= config.min_segment_tracks):
             return motion
@@ -331,10 +318,11 @@ class OpenCVPoseEstimator:
         inside = match.inside[world]
         tracks = match.tracks.subset(world)
         residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
+        near = inside_neighbours(tracks, inside, self.config)
         return replace(match, tracks=tracks, x1=x1, x2=x2, R_rot=R_rot, inside=inside,
                        coherent_px=parallax_of(match.steady_px[in_inside], self.config),
-                       rotation_px=window_parallax(tracks.first[inside], residual_px[inside], self.config),
-                       fixed_px=match.fixed_px[in_inside], steady_px=match.steady_px[in_inside])
+                       rotation_px=window_parallax(tracks.first[inside], residual_px[inside], self.config, near),
+                       fixed_px=match.fixed_px[in_inside], steady_px=match.steady_px[in_inside], neighbours=near)
 
     def _fitted_motion(self, match: Correspondences, K: np.ndarray, gate: float, R_level: np.ndarray,
                        t_dir: np.ndarray, inliers: np.ndarray, sampson: np.ndarray) -> WindowMotion:
@@ -345,7 +333,8 @@ class OpenCVPoseEstimator:
         num_tracks = len(match.x1)
         # only the parallax a translation explains counts: what the 4-DoF fit leaves too is the
         # content warping (a generated video's wobble), not the camera moving
-        unexplained_px = window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal, config)
+        unexplained_px = window_parallax(match.tracks.first[match.inside], sampson[match.inside, None] * focal, config,
+                                         match.neighbours)
         parallax = match.coherent_px * geo.explained_share(unexplained_px, match.rotation_px,
                                                             config.unexplained_weight)
         # translating: the 4-DoF pose; turning only: the rotation-only fit. The length is the

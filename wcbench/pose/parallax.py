@@ -41,6 +41,8 @@ class Correspondences:
     fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # per inside track, the steady parallax (px) coherent_px is the quantile of (see steady_lengths)
     steady_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # the inside tracks' geometry.neighbour_index (parallax_neighbours), shared by the parallax statistics
+    neighbours: np.ndarray | None = None
 
 
 def measure_window(window: list[np.ndarray], plain_first: np.ndarray, K: np.ndarray, tracker: TrackerConfig,
@@ -62,12 +64,19 @@ def measure_window(window: list[np.ndarray], plain_first: np.ndarray, K: np.ndar
     R_rot = geo.fit_rotation(x1, x2, config.robust_px / focal)
     residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
     tensors = _structure_at(window[0], tracks.first, config.tracker.win_size)
-    steady_px = steady_lengths(tracks, x1, R_rot, K, tensors, inside, config)
+    near = inside_neighbours(tracks, inside, config)
+    steady_px = steady_lengths(tracks, x1, R_rot, K, tensors, inside, config, index=near)
     fixed_px = steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, config, smooth=False)
-    rotation_px = window_parallax(tracks.first[inside], residual_px[inside], config)
+    rotation_px = window_parallax(tracks.first[inside], residual_px[inside], config, near)
     R_e, t_e = _essential_pose(tracks, K, config)
     return Correspondences(tracks, x1, x2, R_rot, parallax_of(steady_px, config), rotation_px, inside, R_e, t_e,
-                           fixed_px, steady_px)
+                           fixed_px, steady_px, near)
+
+
+def inside_neighbours(tracks: WindowTracks, inside: np.ndarray, config: OpenCVEstimatorConfig) -> np.ndarray | None:
+    """The :func:`geometry.neighbour_index` of the ``inside`` tracks (None when under two)."""
+    points = tracks.first[inside]
+    return geo.neighbour_index(points, config.parallax_neighbours) if len(points) >= 2 else None
 
 
 def parallax_of(lengths: np.ndarray, config: OpenCVEstimatorConfig) -> float:
@@ -84,13 +93,14 @@ def steady_parallax(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: 
 
 def steady_lengths(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
                    tensors: np.ndarray, inside: np.ndarray, config: OpenCVEstimatorConfig,
-                   smooth: bool = True) -> np.ndarray:
+                   smooth: bool = True, index: np.ndarray | None = None) -> np.ndarray:
     """Per track clear of the border, the parallax (px) left by the rotation-only fit ``R_rot``,
     counting only what moves steadily through the window: each track's rotation-compensated
     position at every frame (the rotation spread evenly over the window, as a latent's action
     holds), aperture weighted and replaced by its neighbourhood median, then its net
     displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Without
-    ``smooth``, each track on its own (no neighbourhood median).
+    ``smooth``, each track on its own (no neighbourhood median). ``index``: the inside tracks'
+    :func:`geometry.neighbour_index`, when already known.
 
     A translation moves content steadily, frame after frame; a generated video's wobble,
     tracking noise and compression blocks move it back and forth, and their net
@@ -108,13 +118,14 @@ def steady_lengths(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: n
         residuals.append(geo.aperture_weighted(residual, tensors)[inside])
     values = np.concatenate(residuals, axis=1)
     if smooth:  # one neighbourhood median for all frames (it is taken per component)
-        values = geo.neighbour_median(points, values, config.parallax_neighbours)
+        values = geo.neighbour_median(points, values, config.parallax_neighbours, index)
     frames = values.reshape(len(points), hops, 2).swapaxes(0, 1)
     trajectory = np.concatenate([np.zeros((1, len(points), 2)), frames])
     return geo.steady_length(trajectory, config.unsteady_weight)
 
 
-def window_parallax(points: np.ndarray, residuals: np.ndarray, config: OpenCVEstimatorConfig) -> float:
+def window_parallax(points: np.ndarray, residuals: np.ndarray, config: OpenCVEstimatorConfig,
+                    index: np.ndarray | None = None) -> float:
     """The window's parallax (px): the ``parallax_quantile`` of the tracks' coherent
     residual motion (:func:`geometry.coherent_parallax`), over the tracks clear of the
     border (:func:`inside_tracks`).
@@ -123,7 +134,7 @@ def window_parallax(points: np.ndarray, residuals: np.ndarray, config: OpenCVEst
     hills that move with the rotation alone, and a translation shows only on the nearer
     part of the frame, whichever way the camera moves (forward, the ground at the bottom
     of the frame streams past although the middle barely moves)."""
-    return geo.coherent_parallax(points, residuals, config.parallax_neighbours, config.parallax_quantile)
+    return geo.coherent_parallax(points, residuals, config.parallax_neighbours, config.parallax_quantile, index)
 
 
 def inside_tracks(tracks: WindowTracks, shape: tuple[int, ...], config: OpenCVEstimatorConfig) -> np.ndarray:

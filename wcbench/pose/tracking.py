@@ -91,10 +91,16 @@ def _round_trip(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: T
                 guess: np.ndarray | None = None, limit: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Track forward and back; keep points that come home within ``limit`` px (default:
     ``fb_threshold``)."""
-    forward, ok_fwd = _lk(prev, nxt, points, config, levels, guess)
-    back, ok_back = _lk(nxt, prev, forward, config, levels, points)
-    error = np.linalg.norm((back - points).reshape(-1, 2), axis=1)
-    return forward, ok_fwd & ok_back & (error < (config.fb_threshold if limit is None else limit))
+    forward, home = _lk(prev, nxt, points, config, levels, guess)
+    lost = ~home
+    if lost.all():
+        return forward, home
+    # only points that arrived go back (Lucas-Kanade tracks each point on its own)
+    out, origin = (forward, points) if not lost.any() else (forward[home], points[home])
+    back, ok_back = _lk(nxt, prev, out, config, levels, origin)
+    error = np.linalg.norm((back - origin).reshape(-1, 2), axis=1)
+    home[home] = ok_back & (error < (config.fb_threshold if limit is None else limit))
+    return forward, home
 
 
 def detect_corners(gray: np.ndarray, config: TrackerConfig, mask: np.ndarray | None = None) -> np.ndarray:
@@ -224,15 +230,22 @@ def chain_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray
     dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
     path, alive = [(points + 0.5) * ratio - 0.5], np.ones(len(points), bool)  # pixel-centre convention
     for k in range(len(grays) - 1):
-        here = path[-1]
+        live = np.flatnonzero(alive)  # points lost on an earlier hop stay where they were lost
+        here = path[-1][live]
         flow = _flow_at(dis.calc(small[k], small[k + 1], None), (here + 0.5) / ratio - 0.5)
         start = here.astype(np.float32).reshape(-1, 1, 2)
         guess = (here + flow * ratio).astype(np.float32).reshape(-1, 1, 2)
         moved, home = _round_trip(grays[k], grays[k + 1], start, config, 1, guess, config.dense_round_trip)
         there = moved.reshape(-1, 2).astype(np.float64)
         inside = (there >= 0).all(axis=1) & (there[:, 0] < width - 1) & (there[:, 1] < height - 1)
-        alive &= inside & home
-        path.append(there)
+        alive[live] = inside & home
+        step_positions = path[-1].copy()
+        step_positions[live] = there
+        path.append(step_positions)
+        if not alive.any():
+            break
+    if not alive.any():
+        return np.zeros((len(grays), 0, 2))
     return np.stack(path)[:, alive]
 
 
