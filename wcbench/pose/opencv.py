@@ -291,7 +291,8 @@ class OpenCVPoseEstimator:
         level = self._level_motion(match, scale)
         motion = self._fitted_motion(match, K, gate, *level)
         if still_world and motion.is_moving:  # ... or while water or leaves move back and forth before it
-            world = two_way_world_tracks(match, gate, K[0, 0], *level[:2], config)
+            turn = self.thresholds.rotation_deg * (len(match.tracks.path) - 1)  # a labelled turn over the window
+            world = two_way_world_tracks(match, gate, K[0, 0], *level[:2], turn, config)
             if world is not None:
                 return self._turning_only(match, world, scale)
         # a coding grid's blocks break the flow field into groups of their own: no segmentation there

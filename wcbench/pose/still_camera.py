@@ -54,10 +54,10 @@ def still_world_tracks(match: Correspondences, gate: float, config: OpenCVEstima
 
 
 def two_way_world_tracks(match: Correspondences, gate: float, focal: float, R: np.ndarray, t_dir: np.ndarray,
-                         config: OpenCVEstimatorConfig) -> np.ndarray | None:
+                         max_turn_deg: float, config: OpenCVEstimatorConfig) -> np.ndarray | None:
     """The tracks of the still world when the window's parallax runs both ways along the
     translation fitted to it (``R``, ``t_dir``: the 4-DoF fit) while part of the picture stands
-    still; None otherwise.
+    still and the window's rotation-only fit turns under ``max_turn_deg``; None otherwise.
 
     A translation moves every static point one way along its flow and leaves nothing but the far
     distance standing; rippling water and swaying foliage move back and forth. So when over
@@ -66,8 +66,10 @@ def two_way_world_tracks(match: Correspondences, gate: float, focal: float, R: n
     of the tracks stand still, the still tracks are the world. A pond that covers all of the near
     ground escapes :func:`still_world_tracks`, which looks for still ground at the bottom of the
     picture; a camera moving among movers leaves almost nothing standing, and each mover runs
-    one way."""
-    if len(match.fixed_px) < config.min_tracks:
+    one way. A camera that turns leaves nothing standing either: what stands still in a window
+    that turns (``max_turn_deg``: the turn that would be labelled) is an overlay the detector
+    missed, such as a subtitle shown only at the end of the clip."""
+    if len(match.fixed_px) < config.min_tracks or geo.rotation_angle_deg(match.R_rot) > max_turn_deg:
         return None
     still = _standing(match, gate, config)
     if still.mean() < config.min_standing_share or np.count_nonzero(still) < config.min_tracks:

@@ -1,0 +1,53 @@
+"""The two rules that find the still world before a camera that does not translate
+(wcbench/pose/still_camera.py), on synthetic correspondences with a known answer."""
+
+import numpy as np
+
+from wcbench.pose import geometry as geo
+from wcbench.pose.opencv import OpenCVEstimatorConfig
+from wcbench.pose.parallax import Correspondences
+from wcbench.pose.still_camera import two_way_world_tracks
+from wcbench.pose.tracking import WindowTracks
+
+FOCAL = 200.0
+GATE = 0.45
+T = np.array([0.3, 0.0, 0.95])  # the translation a fit over all tracks might propose
+
+
+def _window(still_share: float, back_and_forth: bool, turn_deg: float = 0.0, count: int = 400,
+            seed: int = 0) -> Correspondences:
+    """Tracks of which ``still_share`` stand still and the rest move along ``T``'s flow by 1-3 px,
+    each its own way (``back_and_forth``) or all one way; the rotation-only fit turns ``turn_deg``."""
+    rng = np.random.default_rng(seed)
+    x1 = np.column_stack([rng.uniform(-0.6, 0.6, (count, 2)), np.ones(count)])
+    flow = geo.translational_flow(x1, T)
+    flow /= np.linalg.norm(flow, axis=1, keepdims=True)
+    length = rng.uniform(1.0, 3.0, count) / FOCAL
+    if back_and_forth:
+        length *= rng.choice([-1.0, 1.0], count)
+    still = np.arange(count) < still_share * count
+    length[still] = 0.0
+    x2 = np.column_stack([x1[:, :2] + flow * length[:, None], np.ones(count)])
+    pixels = x1[:, :2] * FOCAL + 128.0
+    path = np.stack([pixels] * 4 + [x2[:, :2] * FOCAL + 128.0])
+    fixed_px = np.abs(length) * FOCAL
+    R_rot = geo.rodrigues(np.radians([0.0, turn_deg, 0.0]))
+    return Correspondences(WindowTracks(path, count), x1, x2, R_rot, float(np.quantile(fixed_px, 0.85)), 0.0,
+                           np.ones(count, bool), None, None, fixed_px, fixed_px)
+
+
+def _rule(match: Correspondences, max_turn_deg: float = 1.1):
+    return two_way_world_tracks(match, GATE, FOCAL, np.eye(3), T, max_turn_deg, OpenCVEstimatorConfig())
+
+
+def test_back_and_forth_motion_beside_a_still_part_is_not_the_camera():
+    match = _window(0.3, back_and_forth=True)
+    world = _rule(match)
+    assert world is not None and np.array_equal(world, match.fixed_px == 0.0)
+
+
+def test_one_way_motion_a_turn_or_nothing_standing_keeps_the_translation():
+    assert _rule(_window(0.3, back_and_forth=False)) is None  # a translation: every point one way
+    assert _rule(_window(0.3, back_and_forth=True, turn_deg=3.0)) is None  # what stands still while turning is no world
+    assert _rule(_window(0.3, back_and_forth=True, turn_deg=3.0), max_turn_deg=4.0) is not None
+    assert _rule(_window(0.05, back_and_forth=True)) is None  # a moving camera leaves nothing standing
