@@ -29,7 +29,7 @@ from wcbench.pose import build_estimator, latent_windows
 from wcbench.pose import geometry as geo
 from wcbench.pose.base import poses_from_windows
 from wcbench.pose.calibration_videos import CASE_TRACKS, DEGRADATIONS, degrade, motion_case
-from wcbench.pose.parallax import measure_window
+from wcbench.pose.parallax import inside_neighbours, measure_window
 from wcbench.data.scenes.synthetic import SCENE_FAMILIES
 
 from benchmarks.bench_estimator import HELD_OUT, accuracy
@@ -88,8 +88,9 @@ def main() -> None:
         if args.drop_misfit is not None:
             keep = np.abs(error) <= args.drop_misfit
             # the moving decision and rotation-only fit stay those of all tracks: only the fit changes
-            trimmed = replace(match, tracks=match.tracks.subset(keep), x1=match.x1[keep], x2=match.x2[keep],
-                              inside=match.inside[keep])
+            tracks = match.tracks.subset(keep)
+            trimmed = replace(match, tracks=tracks, x1=match.x1[keep], x2=match.x2[keep], inside=match.inside[keep],
+                              neighbours=inside_neighbours(tracks, match.inside[keep], estimator.config))
             window = poses_from_windows(last - first + 1, [(0, last - first)],
                                         [estimator._window_motion(trimmed, K_work, gate).rel], [1.0])
             right = bool(accuracy(window, actions[first:last], estimator.thresholds)[:, 0].all())

@@ -213,6 +213,8 @@ def test_neighbour_median_is_the_median_over_the_nearest_tracks(neighbours):
     index = geo.neighbour_index(points, neighbours)
     np.testing.assert_array_equal(np.sort(index, axis=1), np.sort(nearest, axis=1))
     np.testing.assert_array_equal(geo.neighbour_median(points, vectors, neighbours, index), expected)
+    with pytest.raises(ValueError, match="subset"):  # an index of other points is refused, not misread
+        geo.neighbour_median(points[:-1], vectors[:-1], neighbours, index)
     assert geo.coherent_parallax(points, vectors[:, :2], neighbours, 0.85, index) == \
         geo.coherent_parallax(points, vectors[:, :2], neighbours, 0.85)
     runs = rng.normal(0, 1, (7, 9))

@@ -157,6 +157,9 @@ def neighbour_median(points: np.ndarray, vectors: np.ndarray, neighbours: int = 
         return vectors.copy()
     if index is None:
         index = neighbour_index(points, neighbours)
+    elif len(index) != len(points):
+        raise ValueError(f"neighbour_median: a neighbour index of {len(index)} points for {len(points)} points "
+                         "(an index computed before the tracks were subset)")
     # (D, N, k): each median over a contiguous run
     return median_last(np.take(np.ascontiguousarray(vectors.T), index, axis=1)).T
 

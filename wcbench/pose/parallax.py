@@ -41,7 +41,8 @@ class Correspondences:
     fixed_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # per inside track, the steady parallax (px) coherent_px is the quantile of (see steady_lengths)
     steady_px: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    # the inside tracks' geometry.neighbour_index (parallax_neighbours), shared by the parallax statistics
+    # the inside tracks' geometry.neighbour_index (parallax_neighbours), shared by the parallax statistics;
+    # whoever subsets tracks or inside recomputes it (inside_neighbours)
     neighbours: np.ndarray | None = None
 
 

@@ -92,11 +92,10 @@ def _round_trip(prev: np.ndarray, nxt: np.ndarray, points: np.ndarray, config: T
     """Track forward and back; keep points that come home within ``limit`` px (default:
     ``fb_threshold``)."""
     forward, home = _lk(prev, nxt, points, config, levels, guess)
-    lost = ~home
-    if lost.all():
+    if not home.any():
         return forward, home
     # only points that arrived go back (Lucas-Kanade tracks each point on its own)
-    out, origin = (forward, points) if not lost.any() else (forward[home], points[home])
+    out, origin = (forward, points) if home.all() else (forward[home], points[home])
     back, ok_back = _lk(nxt, prev, out, config, levels, origin)
     error = np.linalg.norm((back - origin).reshape(-1, 2), axis=1)
     home[home] = ok_back & (error < (config.fb_threshold if limit is None else limit))
@@ -243,9 +242,7 @@ def chain_dense(grays: list[np.ndarray], config: TrackerConfig, mask: np.ndarray
         step_positions[live] = there
         path.append(step_positions)
         if not alive.any():
-            break
-    if not alive.any():
-        return np.zeros((len(grays), 0, 2))
+            return np.zeros((len(grays), 0, 2))
     return np.stack(path)[:, alive]
 
 
