@@ -37,7 +37,8 @@ from wcbench.pose.parallax import measure_window
 from benchmarks.bench_stressors import ALL_FAMILIES, HELD_OUT, rows
 
 WINDOW_OPTIONS = ("gate_px", "noise_gate", "unexplained_weight", "max_refine_points", "full_confidence_tracks",
-                  "still_fraction", "min_still_share", "bottom_share", "bottom_still_share", "bottom_ratio",
+                  "still_fraction", "min_still_share", "sure_still_share", "min_still_span", "focus_ratio",
+                  "bottom_share", "bottom_still_share", "bottom_ratio",
                   "two_way_share", "min_standing_share",
                   "min_world_share", "segment_movers", "min_segment_tracks")
 BINS = ((0.15, 0.30), (0.30, 0.60))

@@ -73,7 +73,7 @@ from wcbench.pose.base import (PoseEstimate, check_frames, latent_windows, per_t
 from wcbench.pose.movers import MoverConfig, moving_world, world_fits_better
 from wcbench.pose.overlay import OverlayConfig, detect_static_overlay
 from wcbench.pose.parallax import Correspondences, inside_neighbours, measure_window, parallax_of, window_parallax
-from wcbench.pose.still_camera import still_world_tracks, two_way_world_tracks
+from wcbench.pose.still_camera import few_still_is_world, still_world_tracks, two_way_world_tracks
 from wcbench.pose.preprocess import WorkingVideo, normalize_contrast, prepare_gray, scale_intrinsics, working_size
 from wcbench.pose.tracking import TrackerConfig
 
@@ -109,7 +109,10 @@ class OpenCVEstimatorConfig:
     detect_overlays: bool = True  # leave burnt-in overlays (HUDs, watermarks, ...) out of tracking
     # content moving on its own before a camera that does not translate (see still_camera.still_world_tracks)
     still_fraction: float = 0.3  # a track whose own steady parallax is under this x the gate stands still
-    min_still_share: float = 0.3  # ... and this share of the tracks must stand still
+    min_still_share: float = 0.12  # ... and this share of the tracks must stand still; under ...
+    sure_still_share: float = 0.3  # ... this share the 4-DoF fit must not turn either, and the still tracks ...
+    min_still_span: float = 0.16  # ... must span this share of the tracks' height (10-90 %), not one thin band
+    focus_ratio: float = 0.9  # ... and not gather towards a step's heading (their flow under this x the rest's)
     bottom_share: float = 0.2  # the lowest tracks of the picture (the nearest ground): where ...
     bottom_still_share: float = 0.2  # ... this share of them moved ...
     bottom_ratio: float = 0.12  # ... under this x the window's parallax, the motion is not the camera's
@@ -139,7 +142,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "16"
+    version = "17"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 
@@ -285,13 +288,19 @@ class OpenCVPoseEstimator:
         if num_tracks < config.min_tracks:
             return WindowMotion(np.eye(4), 0.0, False, 0.0, num_tracks)
         scale = config.robust_px / K[0, 0]
-        world = still_world_tracks(match, gate, config) if still_world else None
+        turn = self.thresholds.rotation_deg * (len(match.tracks.path) - 1)  # a labelled turn over the window
+        world = still_world_tracks(match, gate, turn, config) if still_world else None
+        level = None
+        if world is not None and world[match.inside].mean() < config.sure_still_share:  # little stands still
+            level = self._level_motion(match, scale)
+            if not few_still_is_world(match, world, *level[:2], turn, config):
+                world = None
         if world is not None:  # the camera only turns (or stands) while things move before it
             return self._turning_only(match, world, scale)
-        level = self._level_motion(match, scale)
+        if level is None:
+            level = self._level_motion(match, scale)
         motion = self._fitted_motion(match, K, gate, *level)
         if still_world and motion.is_moving:  # ... or while water or leaves move back and forth before it
-            turn = self.thresholds.rotation_deg * (len(match.tracks.path) - 1)  # a labelled turn over the window
             world = two_way_world_tracks(match, gate, K[0, 0], *level[:2], turn, config)
             if world is not None:
                 return self._turning_only(match, world, scale)

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from wcbench.pose.opencv import OpenCVEstimatorConfig
 
 
-def still_world_tracks(match: Correspondences, gate: float, config: OpenCVEstimatorConfig) -> np.ndarray | None:
+def still_world_tracks(match: Correspondences, gate: float, max_turn_deg: float,
+                       config: OpenCVEstimatorConfig) -> np.ndarray | None:
     """The tracks of the still world when what moves in the window moves on its own (people,
     animals, vehicles before a camera that does not translate); None otherwise.
 
@@ -40,8 +41,11 @@ def still_world_tracks(match: Correspondences, gate: float, config: OpenCVEstima
     parallax, and under the gate) while ``min_still_share`` of all tracks stand still, the
     parallax is not the camera's: the still tracks are the world. Part, not most: a pond
     rippling or walkers crossing at the bottom of the picture move most of the near ground's
-    tracks, the dry ground beside them none."""
-    if len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate:
+    tracks, the dry ground beside them none. Not in a window whose rotation-only fit turns over
+    ``max_turn_deg`` (the turn that would be labelled). Under ``sure_still_share`` of the tracks,
+    :func:`few_still_is_world` must agree too."""
+    if (len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate
+            or geo.rotation_angle_deg(match.R_rot) > max_turn_deg):
         return None
     heights = match.tracks.first[match.inside, 1]
     bottom = heights >= np.quantile(heights, 1.0 - config.bottom_share)
@@ -51,6 +55,33 @@ def still_world_tracks(match: Correspondences, gate: float, config: OpenCVEstima
             or np.quantile(match.fixed_px[bottom], config.bottom_still_share) >= limit):
         return None
     return _all_tracks(match, still)
+
+
+def few_still_is_world(match: Correspondences, world: np.ndarray, R_level: np.ndarray, t_level: np.ndarray,
+                       max_turn_deg: float, config: OpenCVEstimatorConfig) -> bool:
+    """Whether the still tracks ``world`` that :func:`still_world_tracks` found, under
+    ``sure_still_share`` of the tracks, are the world: the 4-DoF fit (``R_level``, ``t_level``)
+    must not turn either (``max_turn_deg``), the still tracks must span ``min_still_span`` of the
+    tracks' height, and they must not gather towards the fitted translation's focus of expansion
+    (``focus_ratio``).
+
+    Huge movers and ripples can leave as little as a tenth of the picture standing. But so can a
+    camera that turns while it steps: the turn and the step cancel on a strip of floor at one
+    depth, while the rest of the picture moves as the 4-DoF fit says. A subtitle the overlay
+    detector missed stands still in one line. A still world spans the picture; those are one
+    thin band. And a step forward leaves standing what lies near where it heads (its flow
+    vanishes there): still tracks whose translational flow, per unit of inverse depth, is
+    smaller than the moving tracks' are what a step explains; before a still camera, what stands
+    does not depend on the direction fitted to the movers."""
+    if geo.rotation_angle_deg(R_level) > max_turn_deg:
+        return False
+    heights = match.tracks.first[:, 1]
+    low, high = np.quantile(heights, [0.1, 0.9])
+    still_low, still_high = np.quantile(heights[world], [0.1, 0.9])
+    if still_high - still_low < config.min_still_span * (high - low):
+        return False
+    flow = np.linalg.norm(geo.translational_flow(match.x1, t_level), axis=1)
+    return bool(np.median(flow[world]) >= config.focus_ratio * np.median(flow[~world]))
 
 
 def two_way_world_tracks(match: Correspondences, gate: float, focal: float, R: np.ndarray, t_dir: np.ndarray,
