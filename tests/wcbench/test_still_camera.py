@@ -29,12 +29,16 @@ def _window(still_share: float, back_and_forth: bool, turn_deg: float = 0.0, cou
     still = np.arange(count) < still_share * count
     length[still] = 0.0
     x2 = np.column_stack([x1[:, :2] + flow * length[:, None], np.ones(count)])
-    pixels = x1[:, :2] * FOCAL + 128.0
-    path = np.stack([pixels] * 4 + [x2[:, :2] * FOCAL + 128.0])
-    fixed_px = np.abs(length) * FOCAL
+    return _correspondences(x1, x2, np.abs(length) * FOCAL, turn_deg)
+
+
+def _correspondences(x1: np.ndarray, x2: np.ndarray, moved_px: np.ndarray, turn_deg: float) -> Correspondences:
+    """A window from bearings ``x1`` to ``x2`` whose tracks moved ``moved_px`` each (their still and
+    steady parallax) and whose rotation-only fit turns ``turn_deg``."""
+    path = np.stack([x1[:, :2] * FOCAL + 128.0] * 4 + [x2[:, :2] * FOCAL + 128.0])
     R_rot = geo.rodrigues(np.radians([0.0, turn_deg, 0.0]))
-    return Correspondences(WindowTracks(path, count), x1, x2, R_rot, float(np.quantile(fixed_px, 0.85)), 0.0,
-                           np.ones(count, bool), None, None, fixed_px, fixed_px)
+    return Correspondences(WindowTracks(path, len(x1)), x1, x2, R_rot, float(np.quantile(moved_px, 0.85)), 0.0,
+                           np.ones(len(x1), bool), None, None, moved_px, moved_px)
 
 
 def _rule(match: Correspondences, max_turn_deg: float = 1.1):
@@ -63,11 +67,7 @@ def _crossing(still: np.ndarray, turn_deg: float = 0.0, count: int = 400, seed: 
     standing = still(x1[:, 1])
     step = np.where(standing, 0.0, rng.uniform(2.0, 4.0, count)) / FOCAL
     x2 = x1 + np.column_stack([step, np.zeros(count), np.zeros(count)])
-    path = np.stack([x1[:, :2] * FOCAL + 128.0] * 4 + [x2[:, :2] * FOCAL + 128.0])
-    fixed_px = step * FOCAL
-    R_rot = geo.rodrigues(np.radians([0.0, turn_deg, 0.0]))
-    return Correspondences(WindowTracks(path, count), x1, x2, R_rot, float(np.quantile(fixed_px, 0.85)), 0.0,
-                           np.ones(count, bool), None, None, fixed_px, fixed_px)
+    return _correspondences(x1, x2, step * FOCAL, turn_deg)
 
 
 def _spread(heights: np.ndarray) -> np.ndarray:

@@ -44,8 +44,7 @@ def still_world_tracks(match: Correspondences, gate: float, max_turn_deg: float,
     tracks, the dry ground beside them none. Not in a window whose rotation-only fit turns over
     ``max_turn_deg`` (the turn that would be labelled). Under ``sure_still_share`` of the tracks,
     :func:`few_still_is_world` must agree too."""
-    if (len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate
-            or geo.rotation_angle_deg(match.R_rot) > max_turn_deg):
+    if len(match.fixed_px) < config.min_tracks or match.coherent_px <= gate or _turns(match, max_turn_deg):
         return None
     heights = match.tracks.first[match.inside, 1]
     bottom = heights >= np.quantile(heights, 1.0 - config.bottom_share)
@@ -65,7 +64,7 @@ def few_still_is_world(match: Correspondences, world: np.ndarray, R_level: np.nd
     tracks' height, and they must not gather towards the fitted translation's focus of expansion
     (``focus_ratio``).
 
-    Huge movers and ripples can leave as little as a tenth of the picture standing. But so can a
+    Huge movers and ripples can leave as little as an eighth of the picture standing. But so can a
     camera that turns while it steps: the turn and the step cancel on a strip of floor at one
     depth, while the rest of the picture moves as the 4-DoF fit says. A subtitle the overlay
     detector missed stands still in one line. A still world spans the picture; those are one
@@ -100,7 +99,7 @@ def two_way_world_tracks(match: Correspondences, gate: float, focal: float, R: n
     one way. A camera that turns leaves nothing standing either: what stands still in a window
     that turns (``max_turn_deg``: the turn that would be labelled) is an overlay the detector
     missed, such as a subtitle shown only at the end of the clip."""
-    if len(match.fixed_px) < config.min_tracks or geo.rotation_angle_deg(match.R_rot) > max_turn_deg:
+    if len(match.fixed_px) < config.min_tracks or _turns(match, max_turn_deg):
         return None
     still = _standing(match, gate, config)
     if still.mean() < config.min_standing_share or np.count_nonzero(still) < config.min_tracks:
@@ -108,6 +107,11 @@ def two_way_world_tracks(match: Correspondences, gate: float, focal: float, R: n
     if geo.two_way_share(match.x1, match.x2, R, t_dir, gate / focal) <= config.two_way_share:
         return None
     return _all_tracks(match, still)
+
+
+def _turns(match: Correspondences, max_turn_deg: float) -> bool:
+    """Whether the window's rotation-only fit turns over ``max_turn_deg`` (a labelled turn)."""
+    return geo.rotation_angle_deg(match.R_rot) > max_turn_deg
 
 
 def _standing(match: Correspondences, gate: float, config: OpenCVEstimatorConfig) -> np.ndarray:
