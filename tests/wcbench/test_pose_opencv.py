@@ -16,6 +16,7 @@ from wcbench.pose import build_estimator, geometry as geo, latent_windows
 from wcbench.pose.calibration_videos import CalibrationSpec, degrade, motion_case
 from wcbench.pose.deblock import detect_block_grid
 from wcbench.pose.opencv import OpenCVPoseEstimator
+from wcbench.pose.parallax import frame_rotations, parallax_of, spread_rotation, steady_lengths
 from wcbench.pose.preprocess import normalize_contrast, prepare_gray, scale_intrinsics, video_noise, working_size
 from wcbench.pose.tracking import (
     TrackerConfig,
@@ -26,6 +27,7 @@ from wcbench.pose.tracking import (
     track_corners,
     track_dense,
     track_window,
+    WindowTracks,
 )
 from wcbench.data.scenes.synthetic import build_scene, depth_map, render_frames
 
@@ -55,7 +57,7 @@ def estimator() -> OpenCVPoseEstimator:
 def test_commanded_motion_gets_its_label(estimator, script):
     frames, K, actions = render(script)
     estimate = estimator.estimate(frames, K=K)
-    assert estimate.units == "parallax" and estimator.version == "17"
+    assert estimate.units == "parallax" and estimator.version == "18"
     expected = [(a.translation_label, a.rotation_label) for a in actions]
     assert labels(estimate, estimator.thresholds) == expected
 
@@ -278,6 +280,43 @@ def test_steady_length_keeps_a_steady_motion_and_cancels_wobble():
     # a steady motion under the wobble keeps most of its length
     moving = steady * 3.0 + 0.2 * wobble
     assert np.median(geo.steady_length(moving, 0.75)) > 0.9 * 3.0 * np.sqrt(5.0)
+
+
+def _rolling_step_tracks(roll_deg: list[float], count: int = 600, seed: int = 4):
+    """Tracks of points 8 m (top) to 2 m (bottom) away seen by a camera stepping 0.05 right per
+    frame while it rolls by ``roll_deg`` at each frame (160 x 120 px, focal 100 px)."""
+    rng = np.random.default_rng(seed)
+    K = np.array([[100.0, 0.0, 80.0], [0.0, 100.0, 60.0], [0.0, 0.0, 1.0]])
+    pixels = rng.uniform([20, 15], [140, 105], (count, 2))
+    depth = 8.0 - 6.0 * (pixels[:, 1] - 15.0) / 90.0
+    points = np.column_stack([(pixels - K[:2, 2]) / 100.0, np.ones(count)]) * depth[:, None]
+    path = []
+    for frame, angle in enumerate(np.radians(roll_deg)):
+        roll = np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0.0, 0.0, 1.0]])
+        camera = (points - np.array([0.05 * frame, 0.0, 0.0])) @ roll  # camera-to-world rotation ``roll``
+        path.append(camera[:, :2] / camera[:, 2:] * 100.0 + K[:2, 2])
+    return WindowTracks(np.stack(path), count), K
+
+
+def test_a_camera_rolling_back_and_forth_keeps_its_steady_parallax():
+    """A hand-held camera rolls back and forth inside a window: with the rotation fitted at each
+    frame the step keeps its parallax; with it spread evenly over the window the roll reads as
+    wander, which cancels a third of it."""
+    config = OpenCVPoseEstimator().config
+    isotropic = np.tile([1.0, 1.0, 1.0, 0.0, 0.0, 1.0], (600, 1))
+    inside = np.ones(600, bool)
+    lengths = {}
+    for name, roll in (("level", [0.0] * 5), ("rolling", [0.0, 0.9, -0.7, 0.8, 0.0])):
+        tracks, K = _rolling_step_tracks(roll)
+        x1 = geo.compute_bearings(tracks.first, K)
+        R_rot = geo.fit_rotation(x1, geo.compute_bearings(tracks.last, K), config.robust_px / K[0, 0])
+        for how, rotations in (("per frame", frame_rotations(tracks, x1, R_rot, K, config)),
+                               ("spread", spread_rotation(R_rot, 4))):
+            lengths[name, how] = parallax_of(steady_lengths(tracks, x1, rotations, K, isotropic, inside, config),
+                                             config)
+    assert lengths["level", "per frame"] == pytest.approx(lengths["level", "spread"], rel=0.02)
+    assert lengths["rolling", "per frame"] == pytest.approx(lengths["level", "spread"], rel=0.05)
+    assert lengths["rolling", "spread"] < 0.75 * lengths["level", "spread"]
 
 
 def _sliding_texture(width: int, height: int, shift: tuple[float, float], frames: int = 5, seed: int = 3) -> list:

@@ -7,8 +7,9 @@ parallax to read at small resolutions. The frames are first made gray at a worki
 
 1. track the window and fit a rotation-only model and an essential matrix
    (:func:`wcbench.pose.parallax.measure_window`), in parallel over the windows;
-2. the window's **parallax**: the rotation-compensated motion of each track at every frame,
-   its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
+2. the window's **parallax**: the rotation-compensated motion of each track at every frame
+   (the rotation-only fit to that frame: a hand-held camera rolls back and forth within a
+   window), its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
    tracks (parallax is smooth over a surface, tracking noise is not); per track the net
    displacement less its frame-to-frame wander (a translation moves content steadily; wobble,
    noise and compression blocks move it back and forth); and the 85th percentile of those
@@ -142,7 +143,7 @@ class OpenCVPoseEstimator:
     """KLT + rotation-only model + essential matrix, per latent window. See the module doc."""
 
     name = "opencv"
-    version = "17"
+    version = "18"
     units = "parallax"
     accepts_mask = True  # estimate(mask=...) leaves a user's overlay mask out of tracking
 

@@ -2,8 +2,9 @@
 
 Per window (:func:`measure_window`): track corners through the window, and on video without a
 coding grid a grid of points too (:mod:`wcbench.pose.tracking`); drop tracks on straight edges
-and smooth ramps; fit a rotation-only model (a camera that only turns) and measure the window's
-**parallax**, the motion the rotation does not explain (:func:`steady_lengths`); and fit a robust
+and smooth ramps; fit a rotation-only model (a camera that only turns) to the last frame and to
+each frame between, and measure the window's **parallax**, the motion the rotations do not
+explain (:func:`steady_lengths`); and fit a robust
 essential matrix, keeping the decomposition whose rotation is small (rejects the "twisted pair"
 twin that flips pitch and forward/backward). :mod:`wcbench.pose.opencv` decides the window's
 motion from them.
@@ -66,8 +67,10 @@ def measure_window(window: list[np.ndarray], plain_first: np.ndarray, K: np.ndar
     residual_px = geo.compensated_displacement(x1, x2, R_rot) * focal
     tensors = _structure_at(window[0], tracks.first, config.tracker.win_size)
     near = inside_neighbours(tracks, inside, config)
-    steady_px = steady_lengths(tracks, x1, R_rot, K, tensors, inside, config, index=near)
-    fixed_px = steady_lengths(tracks, x1, np.eye(3), K, tensors, inside, config, smooth=False)
+    steady_px = steady_lengths(tracks, x1, frame_rotations(tracks, x1, R_rot, K, config), K, tensors, inside, config,
+                               index=near)
+    fixed_px = steady_lengths(tracks, x1, spread_rotation(np.eye(3), len(tracks.path) - 1), K, tensors, inside, config,
+                              smooth=False)
     rotation_px = window_parallax(tracks.first[inside], residual_px[inside], config, near)
     R_e, t_e = _essential_pose(tracks, K, config)
     return Correspondences(tracks, x1, x2, R_rot, parallax_of(steady_px, config), rotation_px, inside, R_e, t_e,
@@ -87,18 +90,38 @@ def parallax_of(lengths: np.ndarray, config: OpenCVEstimatorConfig) -> float:
 
 def steady_parallax(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
                     tensors: np.ndarray, inside: np.ndarray, config: OpenCVEstimatorConfig) -> float:
-    """The window's parallax (px) left by the rotation-only fit ``R_rot``: the
+    """The window's parallax (px) left by ``R_rot`` spread evenly over the window: the
     ``parallax_quantile`` of :func:`steady_lengths` over the tracks clear of the border."""
-    return parallax_of(steady_lengths(tracks, x1, R_rot, K, tensors, inside, config), config)
+    return parallax_of(steady_lengths(tracks, x1, spread_rotation(R_rot, len(tracks.path) - 1), K, tensors, inside,
+                                      config), config)
 
 
-def steady_lengths(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
+def spread_rotation(R: np.ndarray, hops: int) -> list[np.ndarray]:
+    """``R`` spread evenly over ``hops`` frames: the rotation at each frame from the first."""
+    spin = geo.rotation_vector(R)
+    return [geo.rodrigues(spin * k / hops) for k in range(1, hops + 1)]
+
+
+def frame_rotations(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: np.ndarray,
+                    config: OpenCVEstimatorConfig) -> list[np.ndarray]:
+    """The rotation-only fit from the first frame to each later frame of the window (the last
+    is ``R_rot``, the window's). A hand-held camera rolls and shakes back and forth inside a
+    window; spread evenly, its rotation would leave that shake in every track's path as wander,
+    which :func:`steady_lengths` takes off a translation's parallax."""
+    scale = config.robust_px / K[0, 0]
+    some = geo.even_subset(len(x1), config.max_refine_points)  # a few hundred tracks fix a rotation
+    inner = [geo.fit_rotation(x1[some], geo.compute_bearings(points[some], K), scale) for points in tracks.path[1:-1]]
+    return inner + [R_rot]
+
+
+def steady_lengths(tracks: WindowTracks, x1: np.ndarray, rotations: list[np.ndarray], K: np.ndarray,
                    tensors: np.ndarray, inside: np.ndarray, config: OpenCVEstimatorConfig,
                    smooth: bool = True, index: np.ndarray | None = None) -> np.ndarray:
-    """Per track clear of the border, the parallax (px) left by the rotation-only fit ``R_rot``,
-    counting only what moves steadily through the window: each track's rotation-compensated
-    position at every frame (the rotation spread evenly over the window, as a latent's action
-    holds), aperture weighted and replaced by its neighbourhood median, then its net
+    """Per track clear of the border, the parallax (px) left by ``rotations`` (from the first
+    frame to each later one: :func:`frame_rotations`, or one rotation spread evenly by
+    :func:`spread_rotation`), counting only what moves steadily through the window: each
+    track's rotation-compensated position at every frame, aperture weighted and replaced by
+    its neighbourhood median, then its net
     displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Without
     ``smooth``, each track on its own (no neighbourhood median). ``index``: the inside tracks'
     :func:`geometry.neighbour_index`, when already known.
@@ -111,11 +134,10 @@ def steady_lengths(tracks: WindowTracks, x1: np.ndarray, R_rot: np.ndarray, K: n
     focal = K[0, 0]
     points = tracks.first[inside]
     hops = len(tracks.path) - 1
-    spin = geo.rotation_vector(R_rot)
     residuals = []
     for k in range(1, hops + 1):
         xk = geo.compute_bearings(tracks.path[k], K)
-        residual = geo.compensated_displacement(x1, xk, geo.rodrigues(spin * k / hops)) * focal
+        residual = geo.compensated_displacement(x1, xk, rotations[k - 1]) * focal
         residuals.append(geo.aperture_weighted(residual, tensors)[inside])
     values = np.concatenate(residuals, axis=1)
     if smooth:  # one neighbourhood median for all frames (it is taken per component)
