@@ -121,10 +121,10 @@ def steady_lengths(tracks: WindowTracks, x1: np.ndarray, rotations: list[np.ndar
     frame to each later one: :func:`frame_rotations`, or one rotation spread evenly by
     :func:`spread_rotation`), counting only what moves steadily through the window: each
     track's rotation-compensated position at every frame, aperture weighted and replaced by
-    its neighbourhood median, then its net
-    displacement less its frame-to-frame wander (:func:`geometry.steady_length`). Without
-    ``smooth``, each track on its own (no neighbourhood median). ``index``: the inside tracks'
-    :func:`geometry.neighbour_index`, when already known.
+    its neighbourhood median, then its net displacement less its frame-to-frame wander
+    (:func:`geometry.steady_length`). Without ``smooth``, each track on its own (no
+    neighbourhood median). ``index``: the inside tracks' :func:`geometry.neighbour_index`, when
+    already known.
 
     A translation moves content steadily, frame after frame; a generated video's wobble,
     tracking noise and compression blocks move it back and forth, and their net
