@@ -9,8 +9,8 @@ parallax to read at small resolutions. The frames are first made gray at a worki
    (:func:`wcbench.pose.parallax.measure_window`), in parallel over the windows;
 2. the window's **parallax**: the rotation-compensated motion of each track at every frame
    (the rotation-only fit to that frame: a hand-held camera rolls back and forth within a
-   window), its weak (aperture) direction down-weighted, replaced by the median over its 20 nearest
-   tracks (parallax is smooth over a surface, tracking noise is not); per track the net
+   window), its weak (aperture) direction down-weighted, replaced by the median over its 20
+   nearest tracks (parallax is smooth over a surface, tracking noise is not); per track the net
    displacement less its frame-to-frame wander (a translation moves content steadily; wobble,
    noise and compression blocks move it back and forth); and the 85th percentile of those
    lengths over the tracks clear of the image border, in pixels of the working image. A high

@@ -4,10 +4,9 @@ Per window (:func:`measure_window`): track corners through the window, and on vi
 coding grid a grid of points too (:mod:`wcbench.pose.tracking`); drop tracks on straight edges
 and smooth ramps; fit a rotation-only model (a camera that only turns) to the last frame and to
 each frame between, and measure the window's **parallax**, the motion the rotations do not
-explain (:func:`steady_lengths`); and fit a robust
-essential matrix, keeping the decomposition whose rotation is small (rejects the "twisted pair"
-twin that flips pitch and forward/backward). :mod:`wcbench.pose.opencv` decides the window's
-motion from them.
+explain (:func:`steady_lengths`); and fit a robust essential matrix, keeping the decomposition
+whose rotation is small (rejects the "twisted pair" twin that flips pitch and forward/backward).
+:mod:`wcbench.pose.opencv` decides the window's motion from them.
 """
 
 from __future__ import annotations
