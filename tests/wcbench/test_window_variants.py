@@ -1,6 +1,6 @@
 """experiments/window_variants.py scores window-step settings over cached windows: it runs against
 the current estimator (it calls the estimator's window step), reports what an option mends and
-breaks, reuses its cache, and refuses options the cached tracks cannot score."""
+breaks, reuses its cache, and measures fresh windows for options that change the tracks."""
 
 import os
 import subprocess
@@ -28,7 +28,18 @@ def test_an_option_is_scored_against_the_shipped_settings_from_a_cache(tmp_path)
     assert _run(*args).stdout == first.stdout  # the second run scores the cached windows alike
 
 
-def test_an_option_that_changes_tracking_is_refused(tmp_path):
-    result = _run("--rows", "still clean", "--option", "parallax_quantile=0.5", "--cache", str(tmp_path))
-    assert result.returncode == 2 and "not a window-step option" in result.stderr
+def test_an_option_that_changes_tracking_measures_its_own_windows(tmp_path):
+    args = ("--rows", "still clean", "--seeds", "7104", "7104", "--families", "street", "--steps", "2",
+            "--option", "dense_step=0", "--cache", str(tmp_path))
+    result = _run(*args)
+    assert result.returncode == 0, result.stderr
+    assert "(fresh windows)" in result.stdout
+    names = sorted(path.name for path in tmp_path.glob("*.pkl"))
+    assert len(names) == 2 and "+dense_step=0-" in names[0] and "+" not in names[1]  # "+" sorts first
+    assert _run(*args).stdout == result.stdout
+
+
+def test_an_unknown_option_is_refused(tmp_path):
+    result = _run("--rows", "still clean", "--option", "parallax_quantil=0.5", "--cache", str(tmp_path))
+    assert result.returncode == 2 and "unknown option" in result.stderr
     assert not list(tmp_path.iterdir())
