@@ -43,6 +43,7 @@ from wcbench.data.suite import generate_script
 from wcbench.core.video import read_video, write_video
 
 from benchmarks.bench_quality import write_h264, write_with_opencv  # the same encoders as the speed benchmark
+from benchmarks.options import numeric_options
 
 REALVID = Path(__file__).resolve().parents[2] / "shared" / "realvid"
 HELD_OUT_SEED = 7000  # scene seeds 7000+; calibration uses 9000-9005
@@ -288,9 +289,7 @@ def main() -> None:
                         choices=["synthetic", "lofo", "invariance", "realvid", "wrong", "codecs", "speed"])
     parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE", help="numeric estimator options")
     args = parser.parse_args()
-    # integer options (window and block sizes in pixels) must reach OpenCV as ints
-    options = {key: int(value) if value.lstrip("-").isdigit() else float(value)
-               for key, value in (item.split("=", 1) for item in args.option)}
+    options = numeric_options(parser, args.option)
     estimator = build_estimator(args.estimator, **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     clean_estimates = {}

@@ -37,6 +37,8 @@ from wcbench.data.scenes.stressors import Stressors
 from wcbench.pose import build_estimator
 from wcbench.pose.calibration_videos import CalibrationSpec, motion_case
 
+from benchmarks.options import numeric_options
+
 HELD_OUT = CalibrationSpec(static_steps=0)
 MOVERS = ("sparse", "medium", "dense", "huge")
 OVERLAYS = ("hud", "watermark", "logo", "letterbox", "subtitles")
@@ -103,8 +105,7 @@ def main() -> None:
     parser.add_argument("--option", nargs="*", default=[], metavar="KEY=VALUE",
                         help="numeric estimator options, e.g. detect_overlays=0 min_still_share=2 (both off)")
     args = parser.parse_args()
-    options = {key: int(value) if value.lstrip("-").isdigit() else float(value)
-               for key, value in (item.split("=", 1) for item in args.option)}
+    options = numeric_options(parser, args.option)
     estimator = build_estimator("opencv", **options)
     print(f"estimator {estimator.name} v{estimator.version}, thresholds {estimator.thresholds}")
     print(f"families {', '.join(args.families)}; seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; "

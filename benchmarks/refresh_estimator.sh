@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every figure the camera-motion estimator decides, measured again: after a change to the
 # estimator (bump its version), each figure in README.md, docs/estimator.md, docs/runs.md,
-# docs/quality.md (the time of `wcbench score`) and leaderboards/ is re-measured or dropped. This runs the commands docs/reproducing.md lists, in the
-# order they depend on each other, and leaves each one's output in OUT/<step>.txt:
+# docs/quality.md (the time of `wcbench score`) and leaderboards/ is re-measured or dropped. This
+# runs the commands docs/reproducing.md lists, in the order they depend on each other, and leaves
+# each one's output in OUT/<step>.txt:
 #
 #   bash benchmarks/refresh_estimator.sh [OUT_DIR] [PARTS]   # PARTS: "calibrate figures board timing"
 #   DRY_RUN=1 bash benchmarks/refresh_estimator.sh           # list the steps, run nothing

@@ -1,4 +1,4 @@
-"""Try settings of the estimator's window step on cached windows: track once, score in seconds.
+"""Try estimator settings on the stressor rows window by window: track once, score in seconds.
 
     OMP_NUM_THREADS=1 python -m experiments.window_variants --rows "still nonrigid" "combined movers-huge" \
         --seeds 7100 7105 --option bottom_still_share=0.5 [--families room street] [--show]
@@ -37,6 +37,7 @@ from wcbench.pose.calibration_videos import motion_case
 from wcbench.pose.parallax import measure_window
 
 from benchmarks.bench_stressors import ALL_FAMILIES, HELD_OUT, rows
+from benchmarks.options import numeric_options
 
 WINDOW_OPTIONS = ("gate_px", "noise_gate", "unexplained_weight", "max_refine_points", "full_confidence_tracks",
                   "still_fraction", "min_still_share", "sure_still_share", "min_still_span", "focus_ratio",
@@ -104,13 +105,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(".cache/windows"))
     parser.add_argument("--show", action="store_true", help="list the windows the options change")
     args = parser.parse_args()
-    options = {}
-    for item in args.option:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = int(value) if value.lstrip("-").isdigit() else float(value)
-        except ValueError:
-            parser.error(f"--option {item}: expected KEY=NUMBER")
+    options = numeric_options(parser, args.option)
     by_name = {row.name: row for row in rows()}
     unknown = [name for name in args.rows if name not in by_name]
     if unknown:

@@ -1,5 +1,5 @@
 """benchmarks/refresh_estimator.sh re-measures every figure the estimator decides: its dry run
-lists the steps, and each Python step's arguments parse with the tool that runs it (a renamed
+lists the steps, and each step's arguments parse with the tool that runs it (a renamed
 option or row would otherwise fail an hour into the run)."""
 
 from __future__ import annotations
