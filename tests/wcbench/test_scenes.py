@@ -148,3 +148,39 @@ def test_camera_setups_vary_with_the_seed_within_their_ranges():
     assert camera_setup("room", 5) == camera_setup("room", 6)  # rooms are filmed as the suites film them
     with pytest.raises(ValueError, match="unknown scene family 'forest'.*terrain"):
         build_scene(1, family="forest")
+
+
+from wcbench.data.scenes.render import Box, _nearest_box_hits, _screen_rects  # noqa: E402
+from wcbench.data.scenes.stressors import Stressors, add_dynamics  # noqa: E402
+
+
+@pytest.mark.parametrize("family", ["room", "terrain", "street", "plaza"])
+def test_screen_rectangles_change_no_ray_and_skip_most_of_the_image(family):
+    """The slab test only looks inside each box's screen rectangle: every ray must hit what
+    testing every box everywhere finds, with movers, a pitched and rolled camera, and a box that
+    reaches behind the camera (tested everywhere)."""
+    scene, poses = _family_scene(family, seed=5, pitch=6.0)
+    scene = add_dynamics(scene, Stressors(movers="huge"), poses, 75.0, 5)
+    roll = np.eye(4)
+    roll[:2, :2] = [[np.cos(0.3), -np.sin(0.3)], [np.sin(0.3), np.cos(0.3)]]
+    width, height = 64, 48
+    u, v = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
+    pixels = np.stack([u, v, np.ones_like(u)], axis=-1)
+    area = checked = 0
+    for index, pose in enumerate([poses[0], poses[-1] @ roll]):
+        c2w = pose.copy()
+        boxes = scene.boxes_at(float(index))
+        straddling = Box(c2w[:3, 3] - 0.2, c2w[:3, 3] + [0.2, 0.2, 3.0], texture=0)
+        boxes = boxes + [straddling]
+        dirs = (pixels @ np.linalg.inv(K).T) @ c2w[:3, :3].T
+        rects = _screen_rects(boxes, c2w, K, width, height)
+        assert rects[-1] is None and (family != "room" or rects[0] is None)
+        culled = _nearest_box_hits(boxes, c2w[:3, 3], dirs, rects)
+        everywhere = _nearest_box_hits(boxes, c2w[:3, 3], dirs, [None] * len(boxes))
+        for got, want in zip(culled, everywhere):
+            assert np.array_equal(got, want)
+        assert np.isfinite(everywhere[0]).any()
+        area += sum(width * height if r is None else (r[0].stop - r[0].start) * (r[1].stop - r[1].start)
+                    for r in rects)
+        checked += len(boxes) * width * height
+    assert area < 0.6 * checked

@@ -101,37 +101,72 @@ def _face_uv(points: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return u, v
 
 
-def _nearest_box_hits(boxes: list[Box], origin: np.ndarray, dirs: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per ray: distance to the nearest box face (inf when none), its axis and box index (slab
-    test, one axis at a time for speed; a room box is hit from inside)."""
-    n_rays = dirs.shape[0]
+def _screen_rects(boxes: list[Box], c2w: np.ndarray, K: np.ndarray, width: int,
+                  height: int) -> list[tuple[slice, slice] | None]:
+    """Per box, the pixel rows and columns outside which no ray can hit it: the bounding
+    rectangle of its corners' projections, 2 px wider on every side than the rays' pixel centres
+    need. A convex box wholly in front of the camera projects inside its corners' hull, so a ray
+    outside the rectangle misses it. ``None`` (every pixel) for a room seen from within and a box
+    that reaches behind the camera; all ``None`` for intrinsics with skew."""
+    if not boxes or K[0, 1] != 0.0 or K[1, 0] != 0.0:
+        return [None] * len(boxes)
+    lo = np.array([box.lo for box in boxes], dtype=float)
+    hi = np.array([box.hi for box in boxes], dtype=float)
+    pick = np.array([[(corner >> a) & 1 for a in range(3)] for corner in range(8)], dtype=bool)  # (8, 3)
+    corners = np.where(pick[None], hi[:, None], lo[:, None])  # (B, 8, 3)
+    cam = (corners - c2w[:3, 3]) @ c2w[:3, :3]  # world -> camera: R^T (p - origin), row-wise
+    depth = cam[..., 2]
+    in_front = (depth >= 1e-3).all(axis=1)
+    depth = np.where(in_front[:, None], depth, 1.0)
+    u = K[0, 0] * cam[..., 0] / depth + K[0, 2]
+    v = K[1, 1] * cam[..., 1] / depth + K[1, 2]
+    # pixel centres sit at index + 0.5
+    c0 = np.clip(np.floor(u.min(axis=1) - 0.5) - 2, 0, width).astype(int)
+    c1 = np.clip(np.ceil(u.max(axis=1) - 0.5) + 3, 0, width).astype(int)
+    r0 = np.clip(np.floor(v.min(axis=1) - 0.5) - 2, 0, height).astype(int)
+    r1 = np.clip(np.ceil(v.max(axis=1) - 0.5) + 3, 0, height).astype(int)
+    return [None if box.inside or not front else (slice(top, bottom), slice(left, right))
+            for box, front, top, bottom, left, right in zip(boxes, in_front, r0, r1, c0, c1)]
+
+
+def _nearest_box_hits(boxes: list[Box], origin: np.ndarray, dirs: np.ndarray,
+                      rects: list[tuple[slice, slice] | None]) -> tuple[np.ndarray, ...]:
+    """Per ray of the (H, W, 3) ``dirs``: distance to the nearest box face (inf when none), its
+    axis and box index, each (H, W) (slab test, one axis at a time for speed; a room box is hit
+    from inside). Each box is tested only on its screen rectangle ``rects`` (None: everywhere):
+    in a scene of many small boxes most rays miss most of them."""
+    shape = dirs.shape[:2]
     inv = 1.0 / np.where(np.abs(dirs) < 1e-12, 1e-12, dirs)
-    inv_axes = [np.ascontiguousarray(inv[:, a]) for a in range(3)]
-    best_t = np.full(n_rays, np.inf)
-    best_axis = np.zeros(n_rays, dtype=np.int64)
-    best_box = np.zeros(n_rays, dtype=np.int64)
-    for index, box in enumerate(boxes):
+    inv_axes = [np.ascontiguousarray(inv[..., a]) for a in range(3)]
+    best_t = np.full(shape, np.inf)
+    best_axis = np.zeros(shape, dtype=np.int64)
+    best_box = np.zeros(shape, dtype=np.int64)
+    for index, (box, rect) in enumerate(zip(boxes, rects)):
+        window = (slice(None), slice(None)) if rect is None else rect
+        if best_t[window].size == 0:
+            continue
         near, far = [], []
         for a in range(3):
-            t0 = (box.lo[a] - origin[a]) * inv_axes[a]
-            t1 = (box.hi[a] - origin[a]) * inv_axes[a]
+            t0 = (box.lo[a] - origin[a]) * inv_axes[a][window]
+            t1 = (box.hi[a] - origin[a]) * inv_axes[a][window]
             near.append(np.minimum(t0, t1))
             far.append(np.maximum(t0, t1))
         t_far = np.minimum(np.minimum(far[0], far[1]), far[2])
+        best_here = best_t[window]  # views: the updates below write through to the whole image
         if box.inside:
             t_hit = t_far
             axis = np.where(far[0] == t_far, 0, np.where(far[1] == t_far, 1, 2))
             is_hit = t_hit > 0
         else:
             t_hit = np.maximum(np.maximum(near[0], near[1]), near[2])
-            is_hit = (t_hit > 1e-6) & (t_hit < t_far) & (t_hit < best_t)
+            is_hit = (t_hit > 1e-6) & (t_hit < t_far) & (t_hit < best_here)
             if not is_hit.any():
                 continue
             axis = np.where(near[0] == t_hit, 0, np.where(near[1] == t_hit, 1, 2))
-        closer = is_hit & (t_hit < best_t)
-        best_t[closer] = t_hit[closer]
-        best_axis[closer] = axis[closer]
-        best_box[closer] = index
+        closer = is_hit & (t_hit < best_here)
+        best_here[closer] = t_hit[closer]
+        best_axis[window][closer] = axis[closer]
+        best_box[window][closer] = index
     return best_t, best_axis, best_box
 
 
@@ -243,7 +278,10 @@ def _cast(scene: Scene, c2w: np.ndarray, K: np.ndarray, width: int, height: int,
     dirs = dirs_cam @ c2w[:3, :3].T
     origin = c2w[:3, 3]
     # 2. nearest hit: boxes, then the ground plane in front of them
-    best_t, best_axis, best_box = _nearest_box_hits(scene.boxes if boxes is None else boxes, origin, dirs)
+    boxes = scene.boxes if boxes is None else boxes
+    rects = _screen_rects(boxes, c2w, K, width, height)
+    hits = _nearest_box_hits(boxes, origin, dirs.reshape(height, width, 3), rects)
+    best_t, best_axis, best_box = (hit.reshape(-1) for hit in hits)
     if scene.ground is not None:
         down = dirs[:, 1] > 1e-12
         t_ground = np.where(down, (scene.ground.y - origin[1]) / np.where(down, dirs[:, 1], 1.0), np.inf)

@@ -107,18 +107,28 @@ def sample_atlas(atlas: list[np.ndarray], u: np.ndarray, v: np.ndarray, tex_inde
     """Trilinear lookup of texture ``tex_index`` at (u, v) in [0, 1): bilinear in the two nearest
     mip levels, blended by the fraction. Returns (N, 3) float32."""
     lower = np.floor(level).astype(int)
-    frac = (level - lower)[:, None]
+    frac = level - lower
     out = np.zeros((u.size, 3), dtype=np.float32)
-    for lvl in np.unique(np.concatenate([lower, np.minimum(lower + 1, MIP_LEVELS - 1)])):
-        uses_low, uses_high = lower == lvl, np.minimum(lower + 1, MIP_LEVELS - 1) == lvl
-        mask = uses_low | uses_high
+    # the samples grouped by their lower level once, rather than a mask over all of them per level
+    order = np.argsort(lower, kind="stable")
+    bounds = np.searchsorted(lower[order], np.arange(MIP_LEVELS + 1))
+    groups = [order[bounds[lvl]:bounds[lvl + 1]] for lvl in range(MIP_LEVELS)]
+    for lvl in range(MIP_LEVELS):
+        # a sample blends its lower level (weight 1 - frac) with the next one up (frac)
+        low = groups[lvl]
+        high = groups[lvl - 1] if lvl > 0 else low[:0]
+        index = np.concatenate([high, low])
+        weight = np.concatenate([0.0 + frac[high], (1.0 - frac[low]) + 0.0])
+        if lvl == MIP_LEVELS - 1:  # the top level is its own next level
+            weight[len(high):] += frac[low]
+        if len(index) == 0:
+            continue
         size = TEXTURE_SIZE >> lvl
         pad_size = size + 2 * _PAD
-        map_x = (u[mask] * size + _PAD - 0.5).astype(np.float32)
-        map_y = (tex_index[mask] * pad_size + v[mask] * size + _PAD - 0.5).astype(np.float32)
+        map_x = (u[index] * size + _PAD - 0.5).astype(np.float32)
+        map_y = (tex_index[index] * pad_size + v[index] * size + _PAD - 0.5).astype(np.float32)
         sampled = _remap_flat(atlas[lvl], map_x, map_y)
-        weight = np.where(uses_low[mask], 1.0 - frac[mask, 0], 0.0) + np.where(uses_high[mask], frac[mask, 0], 0.0)
-        out[mask] += sampled * weight[:, None].astype(np.float32)
+        out[index] += sampled * weight[:, None].astype(np.float32)
     return out
 
 
