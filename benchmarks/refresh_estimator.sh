@@ -9,8 +9,9 @@
 #   DRY_RUN=1 bash benchmarks/refresh_estimator.sh           # list the steps, run nothing
 #
 # 1. calibrate: `wcbench calibrate --degrade --stressors --write` rewrites the shipped thresholds
-#    (wcbench/conf/estimator/opencv.yaml) that every later figure is scored with (about 17 min).
-# 2. figures and board: three lanes side by side (on 2 cores about 75 min): the accuracy tables,
+#    (wcbench/conf/estimator/opencv.yaml) that every later figure is scored with (21 min alone on a
+#    slow day).
+# 2. figures and board: three lanes side by side (on 2 cores over an hour): the accuracy tables,
 #    the stressor rows and their ablations, the wc-mini leaderboard (`submit --update` rewrites
 #    leaderboards/wc-mini.md and the README's table is copied from it by hand).
 # 3. timing: tinywm's board row (it records how fast the model generates), speed, memory and
