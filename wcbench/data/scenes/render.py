@@ -101,6 +101,10 @@ def _face_uv(points: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return u, v
 
 
+# the eight corners of a box: per corner and axis, whether it takes ``hi`` (True) or ``lo``
+_CORNER_PICKS = np.array([[(corner >> axis) & 1 for axis in range(3)] for corner in range(8)], dtype=bool)
+
+
 def _screen_rects(boxes: list[Box], c2w: np.ndarray, K: np.ndarray, width: int,
                   height: int) -> list[tuple[slice, slice] | None]:
     """Per box, the pixel rows and columns outside which no ray can hit it: the bounding
@@ -112,8 +116,7 @@ def _screen_rects(boxes: list[Box], c2w: np.ndarray, K: np.ndarray, width: int,
         return [None] * len(boxes)
     lo = np.array([box.lo for box in boxes], dtype=float)
     hi = np.array([box.hi for box in boxes], dtype=float)
-    pick = np.array([[(corner >> a) & 1 for a in range(3)] for corner in range(8)], dtype=bool)  # (8, 3)
-    corners = np.where(pick[None], hi[:, None], lo[:, None])  # (B, 8, 3)
+    corners = np.where(_CORNER_PICKS[None], hi[:, None], lo[:, None])  # (B, 8, 3)
     cam = (corners - c2w[:3, 3]) @ c2w[:3, :3]  # world -> camera: R^T (p - origin), row-wise
     depth = cam[..., 2]
     in_front = (depth >= 1e-3).all(axis=1)

@@ -118,11 +118,11 @@ def sample_atlas(atlas: list[np.ndarray], u: np.ndarray, v: np.ndarray, tex_inde
         low = groups[lvl]
         high = groups[lvl - 1] if lvl > 0 else low[:0]
         index = np.concatenate([high, low])
-        weight = np.concatenate([0.0 + frac[high], (1.0 - frac[low]) + 0.0])
-        if lvl == MIP_LEVELS - 1:  # the top level is its own next level
-            weight[len(high):] += frac[low]
         if len(index) == 0:
             continue
+        weight = np.concatenate([frac[high], 1.0 - frac[low]])
+        if lvl == MIP_LEVELS - 1:  # the top level is its own next level
+            weight[len(high):] += frac[low]
         size = TEXTURE_SIZE >> lvl
         pad_size = size + 2 * _PAD
         map_x = (u[index] * size + _PAD - 0.5).astype(np.float32)
